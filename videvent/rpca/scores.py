@@ -52,10 +52,20 @@ def _row_norms_sq(V: np.ndarray) -> np.ndarray:
     return np.maximum(np.einsum("ij,ij->i", V, V), np.finfo(float).tiny)
 
 
+def ancp_from_singular_vectors(V: np.ndarray) -> np.ndarray:
+    """ANCP from the rows of the right singular vectors (no input checks: a hot-path form)."""
+    return 1.0 / _row_norms_sq(V)
+
+
+def sncp_from_singular_vectors(V: np.ndarray) -> np.ndarray:
+    """SNCP from the rows of the right singular vectors (no input checks: a hot-path form)."""
+    Vhat = V / np.sqrt(_row_norms_sq(V))[:, None]
+    return np.einsum("ij,ij->i", Vhat @ (Vhat.T @ Vhat), Vhat)
+
+
 def ancp_scores(D, *, r_d: int | None = None) -> np.ndarray:
     """ANCP (Algorithm 1): ``x(i) = 1 / ||v_i||^2``, the inverse leverage of each column."""
-    V = right_singular_vectors(prepare(D), r_d)
-    return 1.0 / _row_norms_sq(V)
+    return ancp_from_singular_vectors(right_singular_vectors(prepare(D), r_d))
 
 
 def sncp_scores(D, *, r_d: int | None = None) -> np.ndarray:
@@ -64,10 +74,7 @@ def sncp_scores(D, *, r_d: int | None = None) -> np.ndarray:
     Computed as ``vhat_i^T (Vhat^T Vhat) vhat_i`` with an r_d x r_d matrix, so the cost is
     linear in the number of points instead of quadratic.
     """
-    V = right_singular_vectors(prepare(D), r_d)
-    Vhat = V / np.sqrt(_row_norms_sq(V))[:, None]
-    C = Vhat.T @ Vhat
-    return np.einsum("ij,ij->i", Vhat @ C, Vhat)
+    return sncp_from_singular_vectors(right_singular_vectors(prepare(D), r_d))
 
 
 def cop_scores(D, *, variant: str = "squared", block_size: int = 2048) -> np.ndarray:
@@ -77,7 +84,12 @@ def cop_scores(D, *, variant: str = "squared", block_size: int = 2048) -> np.nda
     smaller). The absolute variant has no such shortcut; it is computed in column blocks so
     memory stays at ``block_size x M2``.
     """
-    Dn = prepare(D)
+    return coherence_values(prepare(D), variant=variant, block_size=block_size)
+
+
+def coherence_values(Dn: np.ndarray, *, variant: str = "squared",
+                     block_size: int = 2048) -> np.ndarray:
+    """CoP scores of already unit-length columns (no input checks: a hot-path form)."""
     n_features, n_points = Dn.shape
     if variant == "squared":
         if n_features < n_points:
