@@ -1,0 +1,1 @@
+"""The ``videvent`` command line: a thin layer of click over the library."""

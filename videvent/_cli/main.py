@@ -1,0 +1,185 @@
+"""``videvent`` commands. Parsing and printing only: the work is done by the library.
+
+Exit codes: 0 success (with or without events), 1 bad input (one-line message), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..pipeline import detect
+from ..settings import Settings, load_config
+from ..timecode import format_timecode
+
+TIME_HELP = "frames, seconds ('12.3s') or a timecode ('HH:MM:SS.mmm')"
+
+
+class BadInput(click.ClickException):
+    """Bad input data: one line on stderr, exit code 1."""
+
+    exit_code = 1
+
+    def show(self, file=None) -> None:
+        click.echo(f"videvent: error: {self.format_message()}", err=True)
+
+
+def _load_config(ctx: click.Context, _param, path):
+    """Eager ``-c`` callback: a TOML file's values become the defaults of the options."""
+    if path is None:
+        return None
+    try:
+        values = load_config(path)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+    return path
+
+
+def run_options(function):
+    """The detector options shared by the commands that run it."""
+    defaults = Settings()
+    options = [
+        click.option("-c", "--config", type=click.Path(dir_okay=False), is_eager=True,
+                     expose_value=False, callback=_load_config,
+                     help="TOML file of settings (same names as the options; CLI wins)."),
+        click.option("-m", "--method", type=click.Choice(["sncp", "ancp", "cop", "pca"]),
+                     default=defaults.method, show_default=True,
+                     help="How the window's normal frames are found (pca: not robust)."),
+        click.option("--rank", type=click.IntRange(1), default=defaults.rank, show_default=True,
+                     help="Dimension of the background subspace."),
+        click.option("-w", "--window", type=click.IntRange(2), default=defaults.window,
+                     show_default=True, help="Normal frames the model holds."),
+        click.option("--projection-dim", type=click.IntRange(1), default=defaults.projection_dim,
+                     show_default=True, help="Top singular vectors of the window kept."),
+        click.option("--inlier-fraction", type=click.FloatRange(0, 1, min_open=True),
+                     default=defaults.inlier_fraction, show_default=True,
+                     help="Share of the window, by score, that spans the subspace."),
+        click.option("--blocks", type=click.IntRange(1), default=defaults.blocks,
+                     show_default=True, help="Grid blocks across the frame's long side."),
+        click.option("-t", "--threshold", type=float, default=defaults.threshold,
+                     show_default=True, help="Score that starts an event."),
+        click.option("--threshold-low", type=float, default=defaults.threshold_low,
+                     show_default=True, help="Score an event stays above (hysteresis)."),
+        click.option("-l", "--min-event-length", default=defaults.min_event_length,
+                     show_default=True, help=f"Shortest event: {TIME_HELP}."),
+        click.option("--merge-gap", default=defaults.merge_gap, show_default=True,
+                     help="Events closer than this are merged."),
+        click.option("-tb", "--time-before-event", default=defaults.time_before_event,
+                     show_default=True, help="Time included before each event."),
+        click.option("-tp", "--time-post-event", default=defaults.time_post_event,
+                     show_default=True, help="Time included after each event."),
+        click.option("--absorb-after", default=defaults.absorb_after, show_default=True,
+                     help="A change flagged this long becomes the new background "
+                          "('never' to keep flagging)."),
+        click.option("--working-size", type=click.IntRange(8), default=defaults.working_size,
+                     show_default=True, help="Long side, in pixels, the detector works at."),
+        click.option("-df", "--downscale-factor", type=click.IntRange(1), default=None,
+                     help="Divide width and height by this instead of --working-size."),
+        click.option("--colour/--grey", "colour", default=defaults.colour, show_default=True,
+                     help="Score colour frames instead of grey."),
+        click.option("-st", "--start-time", default=None, help=f"Where to start: {TIME_HELP}."),
+        click.option("-et", "--end-time", default=None, help="Where to stop."),
+        click.option("-dt", "--duration", default=None, help="How much to scan."),
+        click.option("--fps", type=click.FloatRange(0, 1000, min_open=True), default=None,
+                     help="Frame rate of image sequences (default 25)."),
+        click.option("--backend", type=click.Choice(["auto", "pyav", "opencv", "images"]),
+                     default=defaults.backend, show_default=True, help="Video decoder."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def settings_from(options: dict) -> Settings:
+    """Settings from parsed options; a bad combination is a usage error (exit 2)."""
+    values = {key: options.pop(key) for key in list(options) if key in Settings.__dataclass_fields__}
+    if str(values.get("absorb_after")).lower() in ("never", "none", "off"):
+        values["absorb_after"] = None
+    try:
+        return Settings(**values)
+    except (TypeError, ValueError) as error:
+        raise click.UsageError(str(error)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="videvent")
+def cli() -> None:
+    """Find events in video with closed-form robust PCA."""
+
+
+@cli.command()
+@click.argument("source")
+@click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
+              default=None, help="Result folder (default: SOURCE's name + .videvent, beside it).")
+@click.option("--no-plot", is_flag=True, help="Skip residuals.png.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@run_options
+def run(source: str, out_dir: str | None, no_plot: bool, quiet: bool, **options) -> None:
+    """Scan SOURCE (a video file, a folder of images or a pattern such as frames/b%05d.bmp).
+
+    Writes scores.csv, events.json and residuals.png into the result folder.
+    """
+    settings = settings_from(options)
+    bar = None
+
+    def started(src) -> None:
+        nonlocal bar
+        if not quiet:
+            click.echo(f"Scanning {src.name}: {src.width}x{src.height}, {src.fps:g} fps"
+                       + (f", {src.frame_count} frames" if src.frame_count else ""), err=True)
+            bar = click.progressbar(length=src.frame_count or 0, label="frames",
+                                    file=sys.stderr, show_pos=True, show_eta=True)
+            bar.__enter__()
+
+    try:
+        result = detect(source, settings, out_dir=out_dir, plot=not no_plot,
+                        progress=(lambda n: bar.update(n)) if not quiet else None,
+                        on_start=started)
+    except ValueError as error:
+        raise BadInput(str(error).splitlines()[0]) from None
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if not quiet:
+        print_summary(result)
+
+
+def print_summary(result) -> None:
+    events = result.events
+    click.echo(f"{result.frames_read} frames scanned, {len(events)} event"
+               f"{'' if len(events) == 1 else 's'} found.")
+    if events:
+        click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
+                   f"{'peak':>7}")
+        for event in events:
+            note = "  (lasting change, absorbed)" if event.absorbed else ""
+            click.echo(f"{event.number:>4}  {format_timecode(event.start_time_s):>12}  "
+                       f"{format_timecode(event.end_time_s):>12}  "
+                       f"{event.end_time_s - event.start_time_s:>8.2f}s  "
+                       f"{event.start_frame:>6}-{event.end_frame:<6}  "
+                       f"{event.peak_score:>7.1f}{note}")
+    problems = {}
+    for run_ in result.frame_problems:
+        problems[run_["status"]] = problems.get(run_["status"], 0) + (
+            run_["end_frame"] - run_["start_frame"] + 1)
+    if problems:
+        click.echo("Frames without a usable picture: "
+                   + ", ".join(f"{count} {status}" for status, count in sorted(problems.items())))
+    click.echo(f"Results in {os.fspath(result.out_dir)}")
+
+
+def main() -> None:
+    """Entry point with the last line of defence: no traceback ever reaches the user."""
+    try:
+        cli.main(standalone_mode=True)
+    except SystemExit:
+        raise
+    except Exception as error:  # noqa: BLE001 - an unexpected failure is still one line
+        if os.environ.get("VIDEVENT_DEBUG"):
+            raise
+        click.echo(f"videvent: internal error: {type(error).__name__}: {error}", err=True)
+        sys.exit(1)

@@ -1,0 +1,26 @@
+"""What every window scorer returns for a frame."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FrameScore:
+    """The detector's verdict on one frame, given as soon as the frame arrives.
+
+    residual: distance of the unit-length frame from the background subspace (0..1)
+    score: robust z-score of the residual against the frames the model holds as normal
+    status: 'ok', 'warmup' (model still filling), 'blank', 'frozen' or 'corrupt'
+    admitted: the frame joined the model's window as a normal frame
+    absorbed: the model was rebuilt from the recent frames just before this one, because a
+        lasting scene change had been flagged for longer than the detector's absorb time
+    """
+
+    index: int
+    time_s: float
+    residual: float
+    score: float
+    status: str
+    admitted: bool
+    absorbed: bool = False

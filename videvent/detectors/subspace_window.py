@@ -1,0 +1,264 @@
+"""Streaming detector: the robust subspace (ANCP/SNCP) of a sliding window of normal frames.
+
+Every frame is scored as it arrives against the background subspace learned from a window of
+recent frames that the detector itself judged normal, so a long event is never learned as
+background. The window's Gram matrix ``X X^T`` is kept up to date one row at a time (the new
+frame's inner products with the window); its small eigen-decomposition gives the top-k
+projection of the window that the paper scores, so no pixel-sized SVD is ever computed.
+
+A lasting change of the scene (an object moved, a light switched on) keeps every frame out of
+the window; after ``absorb_after`` consecutive rejected frames the window is rebuilt from the
+most recent of them, so the new scene becomes the background and stops being flagged.
+
+The score of a frame is not the global residual alone. The residual image (the frame minus its
+reconstruction from the background subspace) is cut into a grid of blocks, and each block's
+residual energy is z-scored against that block's own history over the normal frames. A waving
+tree leaves a large residual where the tree is, every frame; a person walking over the lawn
+leaves one where the residual is usually tiny. On the Wallflower WavingTrees sequence this
+separates the person from the tree several times better than the global residual does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import cv2
+import numpy as np
+
+from ..preprocess import BLANK, CORRUPT, FROZEN, OK
+from ..rpca.scores import (ancp_from_singular_vectors, coherence_values,
+                           right_singular_vectors, sncp_from_singular_vectors)
+from .base import FrameScore
+
+WARMUP = "warmup"
+METHODS = ("sncp", "ancp", "cop", "pca")
+
+# 1.4826 * MAD estimates the standard deviation of normally distributed residuals.
+MAD_TO_SIGMA = 1.4826
+# Block energies are scored as logs, so the z-score reads relative changes whatever the
+# scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or
+# two): below that, residual is sensor and compression noise.
+ENERGY_FLOOR = 0.01
+# Floor of a block's spread of log energies (15%): a perfectly still block has almost no
+# spread, and a tiny spread must not turn noise into events.
+LOG_SPREAD_FLOOR = 0.15
+# Residuals needed before z-scores mean anything.
+MIN_HISTORY = 5
+# Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
+EIGENVALUE_RTOL = 1e-12
+
+
+class SubspaceWindowDetector:
+    """Score frames against the robust subspace of a window of normal frames.
+
+    Parameters
+    ----------
+    frame_shape : (height, width) or (height, width, channels) of the frames, whose vectors
+        (C order) are what the detector is fed
+    method : 'sncp', 'ancp', 'cop' (inlier scores that pick the window's normal frames) or
+        'pca' (plain PCA of the window, the non-robust baseline)
+    rank : dimension of the background subspace (3 in the paper's video experiment)
+    window : number of normal frames the model holds
+    projection_dim : the window is projected onto its top ``projection_dim`` left singular
+        vectors before scoring (50 in the paper)
+    inlier_fraction : share of the window, by score, that spans the subspace
+    admit_threshold : frames whose score is below this join the window
+    absorb_after : consecutive frames kept out of the window after which the window is rebuilt
+        from them (a lasting scene change); None never absorbs
+    warmup : frames admitted unconditionally at the start (default: a quarter of the window)
+    refit_every : admitted frames between two refits of the subspace
+    blocks : the residual image is scored in a grid this many blocks across its long side
+    """
+
+    def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
+                 window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.5,
+                 admit_threshold: float = 4.0, absorb_after: int | None = 150,
+                 warmup: int | None = None, refit_every: int = 1, blocks: int = 6):
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        if rank < 1 or window < rank + 1:
+            raise ValueError(f"need rank >= 1 and a window longer than rank, got rank={rank}, "
+                             f"window={window}")
+        if projection_dim < rank:
+            raise ValueError(f"projection dimension {projection_dim} is below rank {rank}")
+        if not 0.0 < inlier_fraction <= 1.0:
+            raise ValueError(f"inlier fraction must be in (0, 1], got {inlier_fraction}")
+        if absorb_after is not None and absorb_after < 1:
+            raise ValueError(f"absorb_after must be at least 1 frame, got {absorb_after}")
+        if len(frame_shape) not in (2, 3) or min(frame_shape) < 1:
+            raise ValueError(f"frame shape must be (height, width[, channels]), got {frame_shape}")
+        if blocks < 1:
+            raise ValueError(f"blocks must be at least 1, got {blocks}")
+        self.frame_shape = tuple(int(n) for n in frame_shape)
+        self.n_features = int(np.prod(self.frame_shape))
+        height, width = self.frame_shape[:2]
+        scale = blocks / max(height, width)
+        self.grid = (max(1, min(width, round(width * scale))),
+                     max(1, min(height, round(height * scale))))
+        self.method = method
+        self.rank = int(rank)
+        self.window = int(window)
+        self.projection_dim = int(projection_dim)
+        self.inlier_fraction = float(inlier_fraction)
+        self.admit_threshold = float(admit_threshold)
+        self.absorb_after = absorb_after
+        self.warmup = max(rank + 1, window // 4) if warmup is None else min(int(warmup), window)
+        self.refit_every = max(1, int(refit_every))
+
+        self.frames_ = np.zeros((self.window, self.n_features))   # ring buffer, one frame a row
+        self.gram_ = np.zeros((self.window, self.window))
+        self.n_filled_ = 0
+        self.next_slot_ = 0
+        self.basis_ = np.zeros((self.n_features, 0))              # pixel-space, orthonormal
+        self.residual_history_ = deque(maxlen=self.window)        # of admitted frames
+        self.block_history_ = deque(maxlen=self.window)           # their block energies
+        self._block_stats = None                                   # (median, scale), cached
+        self._unit_pixel = 1.0 / math.sqrt(self.n_features)
+        self.rejected_ = deque(maxlen=self.window)                # recent frames kept out
+        self.rejected_run_ = 0
+        self.admitted_since_refit_ = 0
+        self.n_refits_ = 0
+        self.n_absorbed_ = 0
+        self._absorbed_pending = False
+        self._previous_verdict = (0.0, 0.0)
+
+    # -- river-style streaming API ---------------------------------------------------------
+    def score_one(self, x: np.ndarray) -> tuple[float, float, np.ndarray]:
+        """(residual, score, block energies) of frame vector ``x`` against the current model.
+
+        residual: distance of the unit-length frame from the background subspace;
+        score: the largest robust z-score of a block's log residual energy.
+        """
+        norm = float(np.linalg.norm(x))
+        if norm == 0.0:
+            return 0.0, 0.0, np.zeros(self.grid[0] * self.grid[1])
+        outside = self.residual_image(x) / norm
+        residual = min(1.0, float(np.linalg.norm(outside)))
+        energies = self._block_energies(outside)
+        return residual, self._z_score(energies), energies
+
+    def learn_one(self, x: np.ndarray, residual: float, energies: np.ndarray) -> None:
+        """Admit ``x`` to the window as a normal frame (its residual joins the history)."""
+        slot = self.next_slot_
+        self.frames_[slot] = x
+        n = max(self.n_filled_, slot + 1)
+        inner = self.frames_[:n] @ x
+        self.gram_[slot, :n] = inner
+        self.gram_[:n, slot] = inner
+        self.n_filled_ = n
+        self.next_slot_ = (slot + 1) % self.window
+        self.residual_history_.append(residual)
+        self.block_history_.append(energies)
+        self._block_stats = None
+        self.rejected_run_ = 0
+        self.rejected_.clear()
+        self.admitted_since_refit_ += 1
+        if self.admitted_since_refit_ >= self.refit_every or self.n_filled_ <= self.warmup:
+            self.refit()
+
+    def process_frame(self, index: int, time_s: float, x: np.ndarray | None,
+                      health: str = OK) -> FrameScore:
+        """Score one frame, then let it into the model if it looks normal."""
+        absorbed, self._absorbed_pending = self._absorbed_pending, False
+        if health in (BLANK, CORRUPT):
+            # No picture to score: reported through the status, never as NaN or an event.
+            return FrameScore(index, time_s, 0.0, 0.0, health, False, absorbed)
+        if health == FROZEN:
+            residual, score = self._previous_verdict
+            return FrameScore(index, time_s, residual, score, health, False, absorbed)
+        residual, score, energies = self.score_one(x)
+        warming_up = self.n_filled_ < self.warmup
+        if warming_up:
+            score = 0.0
+        self._previous_verdict = (residual, score)
+        admitted = warming_up or score < self.admit_threshold
+        if admitted:
+            self.learn_one(x, residual, energies)
+        else:
+            self._reject(x)
+        return FrameScore(index, time_s, residual, score, WARMUP if warming_up else OK,
+                          admitted, absorbed)
+
+    # -- the model ---------------------------------------------------------------------------
+    def residual_image(self, x: np.ndarray) -> np.ndarray:
+        """The frame minus its reconstruction from the background subspace (same length as x)."""
+        return x - self.basis_ @ (self.basis_.T @ x)
+
+    def refit(self) -> None:
+        """Recompute the background subspace from the window's Gram matrix."""
+        self.admitted_since_refit_ = 0
+        n = self.n_filled_
+        if n == 0:
+            return
+        eigenvalues, eigenvectors = np.linalg.eigh(self.gram_[:n, :n])
+        eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
+        k = int(np.count_nonzero(eigenvalues > eigenvalues[0] * EIGENVALUE_RTOL))
+        k = min(k, self.projection_dim)
+        top_values, top_vectors = eigenvalues[:k], eigenvectors[:, :k]
+        # Coordinates of the window's frames in its top-k left singular basis (k x n).
+        projected = np.sqrt(top_values)[:, None] * top_vectors.T
+        normalised = projected / np.linalg.norm(projected, axis=0)
+        chosen = self._inlier_columns(normalised)
+        left, _, _ = np.linalg.svd(normalised[:, chosen], full_matrices=False)
+        basis_in_projection = left[:, :min(self.rank, k, len(chosen))]
+        # Back to pixels without forming the k pixel-sized singular vectors:
+        # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
+        coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
+        basis = self.frames_[:n].T @ coefficients
+        # Re-orthonormalise: round-off in small eigenvalues would leave it slightly skew.
+        self.basis_, _ = np.linalg.qr(basis)
+        self.n_refits_ += 1
+
+    def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
+        n = normalised.shape[1]
+        if self.method == "pca" or n <= self.rank:
+            return np.arange(n)
+        if self.method == "cop":
+            scores = coherence_values(normalised)
+        else:
+            V = right_singular_vectors(normalised)
+            scores = (sncp_from_singular_vectors(V) if self.method == "sncp"
+                      else ancp_from_singular_vectors(V))
+        n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
+        return np.sort(np.argsort(-scores, kind="stable")[:n_inliers])
+
+    def _block_energies(self, outside: np.ndarray) -> np.ndarray:
+        """Log of the root-mean-square residual of each block of the grid."""
+        squared = (outside * outside).reshape(self.frame_shape)
+        if squared.ndim == 3:
+            squared = squared.sum(axis=2)
+        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA)
+        floor = (ENERGY_FLOOR * self._unit_pixel) ** 2
+        return 0.5 * np.log(np.maximum(means, floor)).ravel()
+
+    def _z_score(self, energies: np.ndarray) -> float:
+        if len(self.block_history_) < MIN_HISTORY:
+            return 0.0
+        if self._block_stats is None:
+            history = np.array(self.block_history_)
+            median = np.median(history, axis=0)
+            spread = MAD_TO_SIGMA * np.median(np.abs(history - median), axis=0)
+            self._block_stats = (median, np.maximum(spread, LOG_SPREAD_FLOOR))
+        median, scale = self._block_stats
+        return float(np.max((energies - median) / scale))
+
+    def _reject(self, x: np.ndarray) -> None:
+        self.rejected_.append(x)
+        self.rejected_run_ += 1
+        if self.absorb_after is not None and self.rejected_run_ >= self.absorb_after:
+            self._absorb()
+
+    def _absorb(self) -> None:
+        """Make the recent rejected frames the new background (a lasting scene change)."""
+        recent = np.array(self.rejected_)
+        m = len(recent)
+        self.frames_[:m] = recent
+        self.gram_[:m, :m] = recent @ recent.T
+        self.n_filled_ = m
+        self.next_slot_ = m % self.window
+        self.rejected_.clear()
+        self.rejected_run_ = 0
+        self.refit()
+        self.n_absorbed_ += 1
+        self._absorbed_pending = True

@@ -1,0 +1,30 @@
+"""``events.json``: the events, the settings that found them and what the run saw, versioned."""
+
+from __future__ import annotations
+
+import json
+import os
+
+FORMAT_VERSION = 1
+
+
+def write_events(path: str | os.PathLike, document: dict) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"format_version": FORMAT_VERSION, **document}, handle, indent=2)
+        handle.write("\n")
+
+
+def read_events(path: str | os.PathLike) -> dict:
+    """Load an ``events.json``; raise ValueError (one line) if it is not one we can read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except OSError as error:
+        raise ValueError(f"cannot read '{path}': {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"'{path}' is not valid JSON: {error}") from None
+    version = document.get("format_version") if isinstance(document, dict) else None
+    if version != FORMAT_VERSION:
+        raise ValueError(f"'{path}' has format version {version!r}; this videvent reads "
+                         f"version {FORMAT_VERSION}")
+    return document

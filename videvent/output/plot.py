@@ -1,0 +1,75 @@
+"""``residuals.png``: the paper's Waving Tree figure for a run.
+
+Top: the residual of every frame against the background subspace (what the paper plots).
+Bottom: the score the events come from, with the thresholds. Events are shaded in both;
+the moments the detector absorbed a lasting change and the blank, frozen or corrupt frames
+are marked. Drawn from ``scores.csv`` and the event list, so it can be redrawn without the video.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+EVENT_COLOUR = "#d62728"
+PADDING_COLOUR = "#ff9896"
+PROBLEM_COLOURS = {"blank": "#7f7f7f", "frozen": "#1f77b4", "corrupt": "#9467bd"}
+
+
+def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, threshold: float,
+                    threshold_low: float | None = None, title: str = "") -> plt.Figure:
+    """A matplotlib figure of residual and score per frame with the events shaded."""
+    frames = scores["frame"]
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True,
+                                         gridspec_kw={"height_ratios": [1, 1]})
+    top.plot(frames, scores["residual"], color="black", linewidth=0.9)
+    top.set_ylabel("residual")
+    bottom.plot(frames, scores["score"], color="#333333", linewidth=0.9, label="score")
+    bottom.axhline(threshold, color=EVENT_COLOUR, linestyle="--", linewidth=1,
+                   label=f"threshold {threshold:g}")
+    if threshold_low is not None and threshold_low != threshold:
+        bottom.axhline(threshold_low, color=EVENT_COLOUR, linestyle=":", linewidth=1,
+                       label=f"continue above {threshold_low:g}")
+    bottom.set_ylabel("score (robust z)")
+    bottom.set_xlabel("frame")
+    for axis in (top, bottom):
+        for event in events:
+            axis.axvspan(event["start_frame"] - 0.5, event["end_frame"] + 0.5,
+                         color=PADDING_COLOUR, alpha=0.25, linewidth=0)
+            axis.axvspan(event["core_start_frame"] - 0.5, event["core_end_frame"] + 0.5,
+                         color=EVENT_COLOUR, alpha=0.3, linewidth=0)
+        for frame in frames[scores["absorbed"]]:
+            axis.axvline(frame, color="#2ca02c", linestyle="-.", linewidth=1.2)
+    for event in events:
+        top.annotate(f"{event['number']}", (event["peak_frame"], 1.0),
+                     xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8,
+                     color=EVENT_COLOUR)
+    status = scores["status"]
+    for name, colour in PROBLEM_COLOURS.items():
+        marked = frames[status == name]
+        if marked.size:
+            bottom.plot(marked, np.zeros(marked.size), "|", color=colour, markersize=10,
+                        label=f"{name} frames")
+    if scores["absorbed"].any():
+        bottom.plot([], [], color="#2ca02c", linestyle="-.", label="lasting change absorbed")
+    bottom.legend(loc="upper left", fontsize=8, framealpha=0.8)
+    if frames.size:
+        top.set_xlim(frames[0] - 0.5, frames[-1] + 0.5)
+    if title:
+        top.set_title(title)
+    figure.tight_layout()
+    return figure
+
+
+def write_residual_plot(path: str | os.PathLike, scores: dict[str, np.ndarray],
+                        events: list[dict], **kwargs) -> None:
+    figure = residual_figure(scores, events, **kwargs)
+    try:
+        figure.savefig(path, dpi=110, format="png")
+    finally:
+        plt.close(figure)
