@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
@@ -166,6 +166,9 @@ def scan(source: FrameSource, settings: Settings, scores_path: str | os.PathLike
     reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
                               args=(source, preprocess, start, end, frames_in, stop))
     reader.start()
+    # The detector's matrices are small (window x window): one BLAS thread is faster than two
+    # fighting over them, and leaves the other core to the decoder.
+    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
     try:
         while True:
             item = frames_in.get()
@@ -190,6 +193,7 @@ def scan(source: FrameSource, settings: Settings, scores_path: str | os.PathLike
                 progress(1)
         write_decided(segmenter.finish())
     finally:
+        blas_one_thread.restore_original_limits()
         stop.set()
         writer.close()
         reader.join(timeout=5)

@@ -34,8 +34,8 @@ class Settings:
     projection_dim: int = 50
     inlier_fraction: float = 0.5
     blocks: int = 6
-    threshold: float = 6.0
-    threshold_low: float = 4.0
+    threshold: float = 7.0
+    threshold_low: float = 4.5
     admit_threshold: float | None = None      # None: the same as threshold_low
     min_event_length: Time = "0.1s"
     merge_gap: Time = "0.5s"

@@ -6,16 +6,18 @@ background. The window's Gram matrix ``X X^T`` is kept up to date one row at a t
 frame's inner products with the window); its small eigen-decomposition gives the top-k
 projection of the window that the paper scores, so no pixel-sized SVD is ever computed.
 
-A lasting change of the scene (an object moved, a light switched on) keeps every frame out of
-the window; after ``absorb_after`` consecutive rejected frames the window is rebuilt from the
-most recent of them, so the new scene becomes the background and stops being flagged.
-
 The score of a frame is not the global residual alone. The residual image (the frame minus its
 reconstruction from the background subspace) is cut into a grid of blocks, and each block's
-residual energy is z-scored against that block's own history over the normal frames. A waving
-tree leaves a large residual where the tree is, every frame; a person walking over the lawn
-leaves one where the residual is usually tiny. On the Wallflower WavingTrees sequence this
-separates the person from the tree several times better than the global residual does.
+log residual energy is z-scored against that block's own history over the normal frames. A
+waving tree leaves a large residual where the tree is, every frame; a person walking over the
+lawn leaves one where the residual is usually tiny. A second term catches what normalising
+frames to unit length hides: a sudden change of the overall brightness (lights switched off).
+
+Slow change (light drifting, the camera's gain) is followed because normal frames keep
+joining the window. A lasting change of the scene (an object moved, a light switched on)
+keeps frames out of it; after ``absorb_after`` consecutive rejected frames the window is
+rebuilt from the most recent of them and the statistics start afresh, so the new scene
+becomes the background.
 """
 
 from __future__ import annotations
@@ -34,15 +36,21 @@ from .base import FrameScore
 WARMUP = "warmup"
 METHODS = ("sncp", "ancp", "cop", "pca")
 
-# 1.4826 * MAD estimates the standard deviation of normally distributed residuals.
-MAD_TO_SIGMA = 1.4826
 # Block energies are scored as logs, so the z-score reads relative changes whatever the
 # scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or
 # two): below that, residual is sensor and compression noise.
 ENERGY_FLOOR = 0.01
-# Floor of a block's spread of log energies (15%): a perfectly still block has almost no
-# spread, and a tiny spread must not turn noise into events.
+# The spread of a block's log energy is the larger of the MAD-based sigma and the
+# 90th-percentile distance from the median / 1.2816 (equal for normal data). The second
+# keeps rare but recurring residual peaks of the background (a gust every few seconds) from
+# looking like events; a floor of 15% keeps perfectly still blocks from turning noise into
+# events.
+MAD_TO_SIGMA = 1.4826
+UPPER_QUANTILE, UPPER_QUANTILE_Z = 0.9, 1.2816
 LOG_SPREAD_FLOOR = 0.15
+# Sudden global brightness change: the log of the mean pixel against the normal frames',
+# in units of this scale (a 10% step scores 1; the lights going off score 10 or more).
+BRIGHTNESS_SCALE = 0.1
 # Residuals needed before z-scores mean anything.
 MIN_HISTORY = 5
 # Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
@@ -59,21 +67,22 @@ class SubspaceWindowDetector:
     method : 'sncp', 'ancp', 'cop' (inlier scores that pick the window's normal frames) or
         'pca' (plain PCA of the window, the non-robust baseline)
     rank : dimension of the background subspace (3 in the paper's video experiment)
-    window : number of normal frames the model holds
+    window : number of frames the model holds
     projection_dim : the window is projected onto its top ``projection_dim`` left singular
         vectors before scoring (50 in the paper)
     inlier_fraction : share of the window, by score, that spans the subspace
-    admit_threshold : frames whose score is below this join the window
-    absorb_after : consecutive frames kept out of the window after which the window is rebuilt
-        from them (a lasting scene change); None never absorbs
-    warmup : frames admitted unconditionally at the start (default: a quarter of the window)
-    refit_every : admitted frames between two refits of the subspace
+    admit_threshold : frames whose score is below this are normal and join the window
+    absorb_after : consecutive rejected frames after which the window is rebuilt from them
+        (a lasting scene change); None never absorbs
+    warmup : frames admitted unconditionally at the start and after an absorption
+        (default: half the window, so the statistics see the background's slow cycles)
+    refit_every : frames added to the window between two refits of the subspace
     blocks : the residual image is scored in a grid this many blocks across its long side
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.5,
-                 admit_threshold: float = 4.0, absorb_after: int | None = 150,
+                 admit_threshold: float = 4.5, absorb_after: int | None = 150,
                  warmup: int | None = None, refit_every: int = 1, blocks: int = 6):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
@@ -103,59 +112,54 @@ class SubspaceWindowDetector:
         self.inlier_fraction = float(inlier_fraction)
         self.admit_threshold = float(admit_threshold)
         self.absorb_after = absorb_after
-        self.warmup = max(rank + 1, window // 4) if warmup is None else min(int(warmup), window)
+        self.warmup = max(rank + 1, window // 2) if warmup is None else min(int(warmup), window)
         self.refit_every = max(1, int(refit_every))
 
-        self.frames_ = np.zeros((self.window, self.n_features))   # ring buffer, one frame a row
+        # Frames in float32 halve the memory traffic of the per-frame products; the small
+        # matrices (Gram, eigenvectors) stay float64.
+        self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
         self.gram_ = np.zeros((self.window, self.window))
         self.n_filled_ = 0
         self.next_slot_ = 0
-        self.basis_ = np.zeros((self.n_features, 0))              # pixel-space, orthonormal
-        self.residual_history_ = deque(maxlen=self.window)        # of admitted frames
-        self.block_history_ = deque(maxlen=self.window)           # their block energies
-        self._block_stats = None                                   # (median, scale), cached
+        self.basis_ = np.zeros((self.n_features, 0), np.float32)  # pixel-space, orthonormal
+        # Statistics of the frames judged normal: block log energies and log mean pixel.
+        self.block_history_ = deque(maxlen=self.window)
+        self.brightness_history_ = deque(maxlen=self.window)
+        self._stats = None                                         # cached medians and scales
         self._unit_pixel = 1.0 / math.sqrt(self.n_features)
-        self.rejected_ = deque(maxlen=self.window)                # recent frames kept out
+        self.rejected_ = deque(maxlen=self.window)                 # recent frames kept out
         self.rejected_run_ = 0
-        self.admitted_since_refit_ = 0
+        self.warmup_left_ = self.warmup
+        self.added_since_refit_ = 0
         self.n_refits_ = 0
         self.n_absorbed_ = 0
         self._absorbed_pending = False
         self._previous_verdict = (0.0, 0.0)
 
     # -- river-style streaming API ---------------------------------------------------------
-    def score_one(self, x: np.ndarray) -> tuple[float, float, np.ndarray]:
-        """(residual, score, block energies) of frame vector ``x`` against the current model.
+    def score_one(self, x: np.ndarray) -> tuple[float, float, tuple[np.ndarray, float]]:
+        """(residual, score, features) of frame vector ``x`` against the current model.
 
         residual: distance of the unit-length frame from the background subspace;
-        score: the largest robust z-score of a block's log residual energy.
+        score: the larger of the largest block z-score and the brightness-change score;
+        features: (block log energies, log mean pixel), what ``learn_one`` records.
         """
         norm = float(np.linalg.norm(x))
         if norm == 0.0:
-            return 0.0, 0.0, np.zeros(self.grid[0] * self.grid[1])
+            return 0.0, 0.0, (np.zeros(self.grid[0] * self.grid[1]), 0.0)
         outside = self.residual_image(x) / norm
         residual = min(1.0, float(np.linalg.norm(outside)))
-        energies = self._block_energies(outside)
-        return residual, self._z_score(energies), energies
+        features = (self._block_energies(outside), math.log(max(float(x.mean()), 1e-3)))
+        return residual, self._score(*features), features
 
-    def learn_one(self, x: np.ndarray, residual: float, energies: np.ndarray) -> None:
-        """Admit ``x`` to the window as a normal frame (its residual joins the history)."""
-        slot = self.next_slot_
-        self.frames_[slot] = x
-        n = max(self.n_filled_, slot + 1)
-        inner = self.frames_[:n] @ x
-        self.gram_[slot, :n] = inner
-        self.gram_[:n, slot] = inner
-        self.n_filled_ = n
-        self.next_slot_ = (slot + 1) % self.window
-        self.residual_history_.append(residual)
-        self.block_history_.append(energies)
-        self._block_stats = None
+    def learn_one(self, x: np.ndarray, features: tuple[np.ndarray, float]) -> None:
+        """Take ``x`` as a normal frame: it joins the window and the statistics."""
+        self._add_to_window(x)
+        self.block_history_.append(features[0])
+        self.brightness_history_.append(features[1])
+        self._stats = None
         self.rejected_run_ = 0
         self.rejected_.clear()
-        self.admitted_since_refit_ += 1
-        if self.admitted_since_refit_ >= self.refit_every or self.n_filled_ <= self.warmup:
-            self.refit()
 
     def process_frame(self, index: int, time_s: float, x: np.ndarray | None,
                       health: str = OK) -> FrameScore:
@@ -167,14 +171,15 @@ class SubspaceWindowDetector:
         if health == FROZEN:
             residual, score = self._previous_verdict
             return FrameScore(index, time_s, residual, score, health, False, absorbed)
-        residual, score, energies = self.score_one(x)
-        warming_up = self.n_filled_ < self.warmup
+        residual, score, features = self.score_one(x)
+        warming_up = self.warmup_left_ > 0
         if warming_up:
+            self.warmup_left_ -= 1
             score = 0.0
         self._previous_verdict = (residual, score)
         admitted = warming_up or score < self.admit_threshold
         if admitted:
-            self.learn_one(x, residual, energies)
+            self.learn_one(x, features)
         else:
             self._reject(x)
         return FrameScore(index, time_s, residual, score, WARMUP if warming_up else OK,
@@ -187,7 +192,7 @@ class SubspaceWindowDetector:
 
     def refit(self) -> None:
         """Recompute the background subspace from the window's Gram matrix."""
-        self.admitted_since_refit_ = 0
+        self.added_since_refit_ = 0
         n = self.n_filled_
         if n == 0:
             return
@@ -205,7 +210,7 @@ class SubspaceWindowDetector:
         # Back to pixels without forming the k pixel-sized singular vectors:
         # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
         coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
-        basis = self.frames_[:n].T @ coefficients
+        basis = self.frames_[:n].T @ coefficients.astype(np.float32)
         # Re-orthonormalise: round-off in small eigenvalues would leave it slightly skew.
         self.basis_, _ = np.linalg.qr(basis)
         self.n_refits_ += 1
@@ -223,6 +228,20 @@ class SubspaceWindowDetector:
         n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
         return np.sort(np.argsort(-scores, kind="stable")[:n_inliers])
 
+    def _add_to_window(self, x: np.ndarray) -> None:
+        """Put ``x`` in the oldest slot and update that row and column of the Gram matrix."""
+        slot = self.next_slot_
+        self.frames_[slot] = x
+        n = max(self.n_filled_, slot + 1)
+        inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
+        self.gram_[slot, :n] = inner
+        self.gram_[:n, slot] = inner
+        self.n_filled_ = n
+        self.next_slot_ = (slot + 1) % self.window
+        self.added_since_refit_ += 1
+        if self.added_since_refit_ >= self.refit_every or self.warmup_left_ > 0:
+            self.refit()
+
     def _block_energies(self, outside: np.ndarray) -> np.ndarray:
         """Log of the root-mean-square residual of each block of the grid."""
         squared = (outside * outside).reshape(self.frame_shape)
@@ -232,16 +251,19 @@ class SubspaceWindowDetector:
         floor = (ENERGY_FLOOR * self._unit_pixel) ** 2
         return 0.5 * np.log(np.maximum(means, floor)).ravel()
 
-    def _z_score(self, energies: np.ndarray) -> float:
+    def _score(self, energies: np.ndarray, brightness: float) -> float:
         if len(self.block_history_) < MIN_HISTORY:
             return 0.0
-        if self._block_stats is None:
+        if self._stats is None:
             history = np.array(self.block_history_)
             median = np.median(history, axis=0)
             spread = MAD_TO_SIGMA * np.median(np.abs(history - median), axis=0)
-            self._block_stats = (median, np.maximum(spread, LOG_SPREAD_FLOOR))
-        median, scale = self._block_stats
-        return float(np.max((energies - median) / scale))
+            upper = (np.quantile(history, UPPER_QUANTILE, axis=0) - median) / UPPER_QUANTILE_Z
+            scale = np.maximum(np.maximum(spread, upper), LOG_SPREAD_FLOOR)
+            self._stats = (median, scale, float(np.median(self.brightness_history_)))
+        median, scale, typical_brightness = self._stats
+        block_score = float(np.max((energies - median) / scale))
+        return max(block_score, abs(brightness - typical_brightness) / BRIGHTNESS_SCALE)
 
     def _reject(self, x: np.ndarray) -> None:
         self.rejected_.append(x)
@@ -260,5 +282,10 @@ class SubspaceWindowDetector:
         self.rejected_.clear()
         self.rejected_run_ = 0
         self.refit()
+        # The old scene's statistics say nothing about the new one: learn them afresh.
+        self.block_history_.clear()
+        self.brightness_history_.clear()
+        self._stats = None
+        self.warmup_left_ = self.warmup
         self.n_absorbed_ += 1
         self._absorbed_pending = True
