@@ -1,0 +1,125 @@
+"""Frame sources, the first stage of the pipeline: `open_source` turns what the user named into
+a `FrameSource` of numbered, timed, grey (or BGR) frames.
+
+What `spec` can be, and the backend "auto" picks for it:
+
+- an int or a digit string: a camera index (OpenCV, live);
+- a URL (rtsp, http(s), udp, tcp, rtmp): a network stream (OpenCV, live);
+- a folder: its images in natural order (images backend);
+- a video file: PyAV if it opens the file and decodes a frame, else OpenCV;
+- a printf pattern such as "frames/b%05d.bmp": OpenCV, or the images backend if OpenCV
+  cannot open the sequence (FFmpeg wants its first number to be 0..4);
+- a glob such as "frames/*.png": the images backend.
+
+`backend="opencv"`, `"pyav"` or `"images"` forces one where it can read that kind of input.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
+
+from .base import Frame, FrameSource, SourceError
+from .images import (IMAGE_EXTENSIONS, ImageSequenceSource, expand_glob, expand_printf,
+                     is_printf_pattern, list_folder, sequence_name)
+from .opencv import OpenCVSource
+from .pyav import PyAVSource
+
+__all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "open_source"]
+
+BACKENDS = ("auto", "opencv", "pyav", "images")
+URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
+_GLOB_CHARS = re.compile(r"[*?[]")
+
+
+def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend: str = "auto",
+                fps: float | None = None) -> FrameSource:
+    """Open a video file, image folder, image pattern or glob, camera, or network stream.
+
+    colour: BGR frames instead of grey. fps: the frame rate of image sequences (default 25);
+    for videos, cameras and streams, used only when the source reports no rate.
+    Raises SourceError, with a one-line message, when the source cannot be opened or yields
+    no frame.
+    """
+    if backend not in BACKENDS:
+        raise SourceError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if fps is not None and not fps > 0:
+        raise SourceError(f"fps must be > 0, got {fps}")
+    options = {"colour": colour, "fps": fps}
+
+    if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
+        camera = int(spec)
+        _require(backend, "opencv", f"camera {camera}")
+        return OpenCVSource(camera, name=f"camera {camera}", is_live=True, **options)
+
+    text = os.fspath(spec)
+    if urlsplit(text).scheme.lower() in URL_SCHEMES:
+        _require(backend, "opencv", f"stream {text!r}")
+        return OpenCVSource(text, name=_url_name(text), is_live=True, **options)
+
+    path = Path(text)
+    if path.is_dir():
+        _require(backend, "images", f"folder {text!r}")
+        paths = list_folder(path)
+        if not paths:
+            extensions = ", ".join(sorted(IMAGE_EXTENSIONS))
+            raise SourceError(f"no images in folder {text!r} (looked for {extensions})")
+        return ImageSequenceSource(paths, uri=text, name=sequence_name(text), **options)
+    if path.exists():
+        return _open_video(text, backend, options)
+    if is_printf_pattern(text):
+        return _open_pattern(text, backend, options)
+    if _GLOB_CHARS.search(text):
+        _require(backend, "images", f"glob {text!r}")
+        paths = expand_glob(text)
+        if not paths:
+            raise SourceError(f"no files match {text!r}")
+        return ImageSequenceSource(paths, uri=text, name=sequence_name(text), **options)
+    raise SourceError(f"cannot open {text!r}: no such file or folder")
+
+
+def _open_video(text: str, backend: str, options: dict) -> FrameSource:
+    if os.path.isfile(text) and os.path.getsize(text) == 0:
+        raise SourceError(f"cannot open {text!r}: the file is empty")
+    _require(backend, ("pyav", "opencv"), f"video file {text!r}")
+    if backend == "opencv":
+        return OpenCVSource(text, name=Path(text).stem, **options)
+    try:
+        return PyAVSource(text, **options)
+    except SourceError as pyav_error:
+        if backend == "pyav":
+            raise
+        try:
+            return OpenCVSource(text, name=Path(text).stem, **options)
+        except SourceError:
+            raise pyav_error from None  # PyAV says more about why the file is unreadable
+
+
+def _open_pattern(text: str, backend: str, options: dict) -> FrameSource:
+    _require(backend, ("opencv", "images"), f"pattern {text!r}")
+    paths = expand_printf(text)
+    if not paths:
+        raise SourceError(f"no files match the pattern {text!r}")
+    name = sequence_name(text)
+    if backend != "images":
+        try:
+            return OpenCVSource(text, name=name, fixed_rate=True, **options)
+        except SourceError:
+            if backend == "opencv":
+                raise
+    return ImageSequenceSource(paths, uri=text, name=name, **options)
+
+
+def _require(backend: str, able: str | tuple[str, ...], what: str) -> None:
+    """Refuse a forced backend that cannot read this kind of input."""
+    able = (able,) if isinstance(able, str) else able
+    if backend not in ("auto", *able):
+        raise SourceError(f"backend {backend!r} cannot read {what}; use {' or '.join(able)}")
+
+
+def _url_name(url: str) -> str:
+    """Short name of a stream: the last part of its path, else its host."""
+    parts = urlsplit(url)
+    return PurePosixPath(parts.path).stem or parts.hostname or url

@@ -1,0 +1,89 @@
+"""The interface every frame source implements: `Frame`, `FrameSource` and `SourceError`.
+
+A source turns what the user named (a video file, a folder of images, a camera, a stream)
+into an iterator of numbered, timed frames. Backends live next to this module; `open_source`
+in the package picks one.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+# Used when a source reports no usable frame rate (and for image sequences given none).
+DEFAULT_FPS = 25.0
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a source.
+
+    `index` is the 0-based frame number in the source (seeking keeps it), `time_s` the
+    presentation time in seconds from the start of the source, and `image` an HxW (grey) or
+    HxWx3 BGR uint8 array, or None when this frame could not be decoded.
+    """
+
+    index: int
+    time_s: float
+    image: np.ndarray | None
+
+
+class SourceError(ValueError):
+    """A source cannot be opened or read; the message is one line, meant for the user."""
+
+
+class FrameSource(ABC):
+    """A sequence of frames; use as a context manager or call `close()` when done."""
+
+    name: str
+    uri: str
+    fps: float
+    frame_count: int | None
+    width: int
+    height: int
+    is_live: bool
+
+    @abstractmethod
+    def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
+        """Yield the frames with start <= index < end (end None: to the end of the source).
+
+        Start a pass once the previous one is finished or dropped: OpenCV sources read all
+        passes from one capture. A live source can only go on from where it is.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the file, device or connection; further `frames()` calls raise ValueError."""
+
+    def __enter__(self) -> FrameSource:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        count = "live" if self.is_live else f"{self.frame_count} frames"
+        return (
+            f"<{type(self).__name__} {self.name!r}: {self.width}x{self.height}, "
+            f"{self.fps:g} fps, {count}>"
+        )
+
+
+def check_range(start: int, end: int | None) -> None:
+    """Reject a frame range that no source could serve (a programming error, not the user's)."""
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}")
+    if end is not None and end < 0:
+        raise ValueError(f"end must be >= 0 or None, got {end}")
+
+
+def usable_fps(value: float | None) -> float | None:
+    """`value` if it is a plausible frame rate, else None (backends report 0, NaN or 1000s)."""
+    if value is None or not math.isfinite(value) or not 0 < value <= 1000:
+        return None
+    return float(value)
+
