@@ -16,6 +16,12 @@ import numpy as np
 # no picture: black, white or a single flat colour (lost signal, lens cap, encoder filler).
 BLANK_STD = 1.0
 
+# A frame whose pixels differ from the previous frame's by less than this on average (grey
+# levels, at the working size) repeats it: a frozen camera or a DVR filling gaps. Not zero,
+# because a lossy encoder rarely repeats a frame bit for bit; far below the 1-2 levels that
+# sensor noise alone moves a live picture by.
+FROZEN_MEAN_DIFFERENCE = 0.05
+
 # Frame health, as reported per frame in scores.csv.
 OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
 
@@ -62,6 +68,6 @@ def frame_health(vector: np.ndarray | None, previous: np.ndarray | None) -> str:
         return CORRUPT
     if float(vector.std()) < BLANK_STD:
         return BLANK
-    if previous is not None and np.array_equal(vector, previous):
+    if previous is not None and float(np.abs(vector - previous).mean()) < FROZEN_MEAN_DIFFERENCE:
         return FROZEN
     return OK

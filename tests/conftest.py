@@ -1,0 +1,41 @@
+"""Shared helpers: the bundled sample clips, the shared WavingTrees set, running the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_videos"
+WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
+
+
+def sample(name: str) -> tuple[Path, dict]:
+    """A bundled sample clip and its ground truth."""
+    return SAMPLES / f"{name}.mp4", json.loads((SAMPLES / f"{name}.json").read_text())
+
+
+def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Run ``videvent`` as a user would, in a child process."""
+    return subprocess.run([sys.executable, "-m", "videvent", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def truth_mask(ranges, length: int) -> np.ndarray:
+    mask = np.zeros(length, bool)
+    for first, last in ranges:
+        mask[first:last + 1] = True
+    return mask
+
+
+@pytest.fixture
+def waving_trees() -> Path:
+    frames = WAVING_TREES / "frames"
+    if not frames.is_dir():
+        pytest.skip("the shared WavingTrees sequence is not here (../shared/datasets/waving_trees)")
+    return WAVING_TREES

@@ -1,0 +1,204 @@
+"""``videvent run`` end to end, as a user runs it: sample clips, WavingTrees, bad input."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import run_cli, sample, truth_mask
+from videvent.output import read_scores
+
+SCORE_HEADER = "frame,time_s,timecode,residual,score,flagged,event,status,admitted,absorbed"
+
+
+def run_and_read(tmp_path, source, *options):
+    out = tmp_path / "result"
+    result = run_cli("run", source, "-d", out, *options)
+    assert result.returncode == 0, result.stderr
+    return result, read_scores(out / "scores.csv"), json.loads((out / "events.json").read_text())
+
+
+def precision_recall(flagged, truth):
+    hits = int((flagged & truth).sum())
+    return hits / max(1, int(flagged.sum())), hits / max(1, int(truth.sum()))
+
+
+@pytest.mark.parametrize("name", ["walker", "long_event", "blank_frames", "lighting"])
+def test_sample_clip_frame_level_precision_and_recall(tmp_path, name):
+    path, truth = sample(name)
+    result, scores, events = run_and_read(tmp_path, path)
+    assert len(scores["frame"]) == truth["frame_count"]
+    assert np.isfinite(scores["residual"]).all() and np.isfinite(scores["score"]).all()
+    considered = np.ones(truth["frame_count"], bool)
+    if truth["lights_off_frame"] is not None:
+        considered[truth["lights_off_frame"]:] = False  # judged in its own test
+    expected = truth_mask(truth["event_frames"], truth["frame_count"])
+    precision, recall = precision_recall(scores["flagged"] & considered, expected)
+    assert precision >= 0.95 and recall >= 0.95, (precision, recall)
+    assert "event found" in result.stdout or "events found" in result.stdout
+
+
+def test_an_event_longer_than_half_the_window_is_flagged_to_its_end(tmp_path):
+    path, truth = sample("long_event")
+    [[first, last]] = truth["event_frames"]
+    assert last - first + 1 > 100 / 2
+    _, scores, events = run_and_read(tmp_path, path, "--window", "100")
+    assert scores["flagged"][first + 1:last].all()
+    [event] = events["events"]
+    assert event["core_end_frame"] >= last - 1 and not event["absorbed"]
+
+
+def test_a_lasting_scene_change_stops_being_flagged_after_absorb_after(tmp_path):
+    path, truth = sample("scene_change")
+    change = truth["change_frame"]
+    _, scores, events = run_and_read(tmp_path, path, "--absorb-after", "4s")
+    absorb_frame = change + 4 * truth["fps"]
+    assert scores["flagged"][change + 1:absorb_frame - 1].all()
+    assert not scores["flagged"][absorb_frame + 1:].any()
+    [absorbed] = events["absorbed"]
+    assert abs(absorbed["frame"] - absorb_frame) <= 2
+    assert absorbed["timecode"] == "00:00:" + f"{absorbed['time_s']:06.3f}"
+    assert events["events"][0]["absorbed"] is True
+    assert events["settings"]["absorb_after"] == "4s"
+
+
+def test_slow_light_is_normal_and_lights_off_is_reported_then_absorbed(tmp_path):
+    path, truth = sample("lighting")
+    off = truth["lights_off_frame"]
+    # 4 s: longer than the walker's crossing (50 frames), which must not be absorbed.
+    _, scores, events = run_and_read(tmp_path, path, "--absorb-after", "4s")
+    [[walker_first, _]] = truth["event_frames"]
+    assert not scores["flagged"][:walker_first].any()      # the light drifts all along
+    assert scores["flagged"][off:off + 5].all()             # reported at its start
+    assert not scores["flagged"][off + 4 * truth["fps"] + 2:].any()  # then absorbed
+    assert any(event["core_start_frame"] == off for event in events["events"])
+    assert [a["frame"] for a in events["absorbed"]] == [off + 4 * truth["fps"]]
+
+
+def test_black_and_frozen_frames_are_reported_not_scored(tmp_path):
+    path, truth = sample("blank_frames")
+    result, scores, events = run_and_read(tmp_path, path)
+    status = scores["status"]
+    [[first, last]] = truth["blank_frames"]
+    assert (status[first:last + 1] == "blank").all()
+    assert not scores["flagged"][first:last + 1].any()
+    [[frozen_first, frozen_last]] = truth["frozen_frames"]
+    assert (status[frozen_first:frozen_last + 1] == "frozen").sum() >= 3
+    problems = {(p["status"], p["start_frame"], p["end_frame"]) for p in events["frame_problems"]}
+    assert ("blank", first, last) in problems
+    assert "10 blank" in result.stdout
+
+
+def test_waving_trees_default_settings(tmp_path, waving_trees):
+    """The paper's sequence: the person (243..258) is flagged, the waving tree never."""
+    _, scores, _ = run_and_read(tmp_path, waving_trees / "frames" / "b%05d.bmp", "--fps", "15")
+    flagged = np.flatnonzero(scores["flagged"])
+    assert set(range(243, 259)) <= set(flagged)
+    assert flagged.min() >= 240 and flagged.max() <= 262
+
+
+def test_outputs_are_complete_and_described(tmp_path):
+    path, truth = sample("walker")
+    out = tmp_path / "result"
+    result = run_cli("run", path, "--out", out, "-q")
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    lines = (out / "scores.csv").read_text().splitlines()
+    assert lines[0] == SCORE_HEADER and len(lines) == truth["frame_count"] + 1
+    events = json.loads((out / "events.json").read_text())
+    assert events["format_version"] == 1
+    assert events["settings"]["method"] == "sncp" and events["settings"]["rank"] == 3
+    assert events["source"]["fps"] == 15 and events["frames_read"] == truth["frame_count"]
+    event = events["events"][0]
+    for key in ("start_frame", "end_frame", "start_time_s", "end_time_s", "start_timecode",
+                "end_timecode", "peak_score", "peak_frame"):
+        assert key in event
+    assert event["start_timecode"].count(":") == 2 and "." in event["start_timecode"]
+    png = (out / "residuals.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert sorted(p.name for p in out.iterdir()) == ["events.json", "residuals.png", "scores.csv"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+def test_default_output_folder_is_named_after_the_input(tmp_path):
+    path, _ = sample("walker")
+    clip = tmp_path / "my clip.mp4"
+    clip.write_bytes(path.read_bytes())
+    result = run_cli("run", clip, "-q")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "my clip.videvent" / "events.json").is_file()
+
+
+def test_start_end_and_times_in_every_grammar(tmp_path):
+    path, _ = sample("walker")
+    _, scores, events = run_and_read(tmp_path, path, "--start-time", "00:00:02.000",
+                                     "--end-time", "250", "--min-event-length", "0.2s")
+    assert scores["frame"][0] == 30 and scores["frame"][-1] == 249
+    assert events["source"]["first_frame"] == 30
+
+
+def test_config_file_sets_options_and_the_command_line_wins(tmp_path):
+    path, _ = sample("walker")
+    config = tmp_path / "videvent.toml"
+    config.write_text('[run]\nmethod = "ancp"\nthreshold = 9.0\nmin-event-length = "3"\n')
+    _, _, events = run_and_read(tmp_path, path, "-c", config, "--threshold", "8")
+    assert events["settings"]["method"] == "ancp"
+    assert events["settings"]["threshold"] == 8.0
+    assert events["settings"]["min_event_length"] == "3"
+
+
+def test_methods_all_run(tmp_path):
+    path, truth = sample("walker")
+    expected = truth_mask(truth["event_frames"], truth["frame_count"])
+    for method in ("ancp", "cop", "pca"):
+        _, scores, _ = run_and_read(tmp_path / method, path, "--method", method)
+        assert precision_recall(scores["flagged"], expected)[1] > 0.9, method
+
+
+@pytest.mark.parametrize("make_input, message", [
+    (lambda tmp: tmp / "missing.avi", "no such file"),
+    (lambda tmp: (tmp / "empty.avi").write_bytes(b"") or tmp / "empty.avi", "empty"),
+    (lambda tmp: (tmp / "notes.avi").write_text("not a video\n" * 50) or tmp / "notes.avi", ""),
+    (lambda tmp: (tmp / "nothing").mkdir() or tmp / "nothing", "no images"),
+])
+def test_bad_input_is_one_line_exit_1_and_nothing_written(tmp_path, make_input, message):
+    source = make_input(tmp_path)
+    out = tmp_path / "result"
+    result = run_cli("run", source, "-d", out)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("videvent: error:"), result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]
+
+
+def test_a_failed_rerun_leaves_earlier_results_untouched(tmp_path):
+    path, _ = sample("walker")
+    out = tmp_path / "result"
+    assert run_cli("run", path, "-d", out, "-q").returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("garbage")
+    assert run_cli("run", bad, "-d", out, "-q").returncode == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("options", [
+    ["--method", "median"], ["--rank", "0"], ["--min-event-length", "soon"],
+    ["--threshold", "3", "--threshold-low", "5"], ["--end-time", "1s", "--duration", "2s"],
+])
+def test_bad_usage_exits_2(tmp_path, options):
+    path, _ = sample("walker")
+    result = run_cli("run", path, "-d", tmp_path / "out", *options)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_config_key_is_a_usage_error(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text("treshold = 3\n")
+    result = run_cli("run", sample("walker")[0], "-c", config)
+    assert result.returncode == 2 and "unknown setting 'treshold'" in result.stderr
