@@ -38,7 +38,7 @@ def test_refit_gives_the_papers_subspace_of_the_window():
     """Gram eigenpairs -> projection -> SNCP -> basis equals the same steps done with SVDs."""
     rng = np.random.default_rng(1)
     detector = SubspaceWindowDetector(SHAPE, window=40, projection_dim=10, rank=3,
-                                      admit_threshold=np.inf)
+                                      admit_threshold=np.inf, refit_every=1)
     frames = scene(rng, 40)
     frames[::7] += rng.uniform(0, 80, size=frames[::7].shape).astype(np.float32)  # outliers
     feed(detector, frames)

@@ -1,0 +1,257 @@
+"""Benchmark of ``videvent run`` (run by hand; prints ratios measured side by side in one run).
+
+    python benchmarks/bench_run.py [--seconds 30] [--dvr-scan PATH] [--long-minutes 10]
+
+1. Speed on a 1280x720 H.264 clip: frames per second of `videvent run` against decoding alone
+   (videvent's own grey decoding, and PyAV's bare decode) and against DVR-Scan
+   (`dvr-scan -i CLIP -so`, installed in its own environment: give its path with --dvr-scan).
+   Each command runs twice, interleaved; the best time counts.
+2. Cost per frame of the detector's rolling Gram update + eigen-decomposition against a fresh
+   thin SVD of the window, on the same frames.
+3. Peak memory (max RSS of the process) of `videvent run` on a 1-minute and a 10-minute clip.
+4. Frame-level F1 on the Wallflower WavingTrees sequence with default settings (and DVR-Scan's
+   at its defaults, on a lossless encode of the same frames), if ../shared has it.
+
+The clips are synthetic (the bundled garden scene, upscaled, with sensor noise at full size),
+made once into --work and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from videvent import synthetic  # noqa: E402
+from videvent.detectors import SubspaceWindowDetector  # noqa: E402
+from videvent.preprocess import Preprocessor  # noqa: E402
+from videvent.sources import open_source  # noqa: E402
+
+WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
+FPS = 30
+
+
+def make_clip(path: Path, seconds: int) -> None:
+    """A 1280x720 30 fps H.264 clip of the garden scene (the walker crosses every 20 s)."""
+    if path.exists():
+        return
+    scene = synthetic.walker_scene()
+    rng = np.random.default_rng(0)
+    noise = [rng.normal(0, 2.0, (720, 1280, 3)).astype(np.float32) for _ in range(7)]
+    temporary = path.with_suffix(".tmp.mp4")
+    with av.open(str(temporary), "w") as container:
+        stream = container.add_stream("libx264", rate=FPS,
+                                      options={"crf": "23", "preset": "veryfast"})
+        stream.width, stream.height, stream.pix_fmt = 1280, 720, "yuv420p"
+        for index in range(seconds * FPS):
+            small = scene.frame((index // 2) % scene.frame_count)
+            big = cv2.resize(small, (1280, 720), interpolation=cv2.INTER_CUBIC).astype(np.float32)
+            big = np.clip(big + noise[index % 7], 0, 255).astype(np.uint8)
+            frame = av.VideoFrame.from_ndarray(big, format="bgr24")
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    os.replace(temporary, path)
+
+
+def loop_clip(source: Path, path: Path, times: int) -> None:
+    """``source`` played ``times`` times in a row, by copying packets (no re-encoding)."""
+    if path.exists():
+        return
+    temporary = path.with_suffix(".tmp.mp4")
+    with av.open(str(source)) as inp, av.open(str(temporary), "w") as out:
+        in_stream = inp.streams.video[0]
+        out_stream = out.add_stream_from_template(in_stream)
+        offset, first_dts = 0, None
+        for _ in range(times):
+            inp.seek(0)
+            end = offset
+            for packet in inp.demux(in_stream):
+                if packet.dts is None:
+                    continue
+                first_dts = packet.dts if first_dts is None else first_dts
+                packet.pts += offset
+                packet.dts += offset
+                end = max(end, packet.pts + (packet.duration or 0))
+                packet.stream = out_stream
+                out.mux(packet)
+            # Start the next copy after this one's last frame, with decoding timestamps
+            # (which run ahead of presentation ones) still increasing.
+            offset = end - min(first_dts, 0)
+    os.replace(temporary, path)
+
+
+def timed(command: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of a child process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"failed: {' '.join(command)}\n{process.stderr.read().decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss
+
+
+def decode_only(clip: Path) -> None:
+    """videvent's grey decoding (same source and settings as a run), nothing else."""
+    with open_source(clip) as source:
+        for _ in source.frames():
+            pass
+
+
+def bare_decode(clip: Path) -> None:
+    with av.open(str(clip)) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        for _ in container.decode(stream):
+            pass
+
+
+def in_process(function_name: str, clip: Path) -> list[str]:
+    return [sys.executable, "-c",
+            f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+            f"import bench_run; bench_run.{function_name}(__import__('pathlib').Path({str(clip)!r}))"]
+
+
+def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
+    commands = {
+        "decode (PyAV, bare)": in_process("bare_decode", clip),
+        "decode (videvent source, grey)": in_process("decode_only", clip),
+        "videvent run": [sys.executable, "-m", "videvent", "run", str(clip), "-q", "--no-plot",
+                         "-d", str(clip.with_suffix(".videvent"))],
+    }
+    if dvr_scan:
+        commands["DVR-Scan -so"] = [dvr_scan, "-i", str(clip), "-so", "-q"]
+    best = {name: float("inf") for name in commands}
+    for _ in range(2):
+        for name, command in commands.items():
+            best[name] = min(best[name], timed(command)[0])
+    return {name: frames / seconds for name, seconds in best.items()}
+
+
+def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:
+    """ms per frame: rolling Gram update + refit, against a fresh SVD of the same window."""
+    from threadpoolctl import threadpool_limits
+    with open_source(clip) as source:
+        width, height = 160, 90
+        preprocess = Preprocessor(width, height)
+        frames = [preprocess(f.image) for f, _ in zip(source.frames(), range(100 + steps))]
+    with threadpool_limits(1, "blas"):
+        detector = SubspaceWindowDetector((height, width), admit_threshold=np.inf,
+                                          absorb_after=None, warmup=0)
+        for x in frames[:100]:
+            detector.learn_one(x, detector.score_one(x)[2])
+        start = time.perf_counter()
+        for x in frames[100:]:
+            detector.process_frame(0, 0.0, x)
+        rolling = (time.perf_counter() - start) / steps * 1000
+        window = np.array(frames[:100])
+        start = time.perf_counter()
+        for step, x in enumerate(frames[100:]):
+            window[step % 100] = x
+            np.linalg.svd(window.T, full_matrices=False)
+        fresh = (time.perf_counter() - start) / steps * 1000
+    return rolling, fresh
+
+
+def frame_f1(flagged: np.ndarray, truth: np.ndarray) -> float:
+    hits = (flagged & truth).sum()
+    return 2 * hits / max(1, flagged.sum() + truth.sum())
+
+
+def waving_trees_f1(work: Path, dvr_scan: str | None) -> dict[str, float]:
+    events = json.loads((WAVING_TREES / "events.json").read_text())
+    truth = np.zeros(events["frames"], bool)
+    for first, last in events["event_frames_clear"]:
+        truth[first:last + 1] = True
+    out = work / "wavingtrees.videvent"
+    subprocess.run([sys.executable, "-m", "videvent", "run",
+                    str(WAVING_TREES / "frames" / "b%05d.bmp"), "--fps", "15", "-q", "-d",
+                    str(out)], check=True)
+    flagged = np.loadtxt(out / "scores.csv", delimiter=",", skiprows=1, usecols=5,
+                         dtype=int).astype(bool)
+    scores = {"videvent (defaults)": frame_f1(flagged, truth)}
+    if dvr_scan:
+        clip = work / "wavingtrees_lossless.mp4"
+        if not clip.exists():
+            with av.open(str(clip), "w") as container:
+                stream = container.add_stream("libx264rgb", rate=15, options={"crf": "0"})
+                stream.width, stream.height, stream.pix_fmt = 160, 120, "rgb24"
+                for index in range(events["frames"]):
+                    image = cv2.imread(str(WAVING_TREES / "frames" / f"b{index:05d}.bmp"))
+                    frame = av.VideoFrame.from_ndarray(image[..., ::-1].copy(), format="rgb24")
+                    container.mux(stream.encode(frame))
+                container.mux(stream.encode())
+        output = subprocess.run([dvr_scan, "-i", str(clip), "-so"], capture_output=True,
+                                text=True).stdout
+        flagged = np.zeros(events["frames"], bool)
+        # DVR-Scan ends its report with start,end,start,end,... timecodes on one line.
+        listing = re.search(r"Comma-separated timecode values:\s*\n([0-9:.,]+)", output)
+        stamps = listing.group(1).split(",") if listing else []
+        for start, end in zip(stamps[::2], stamps[1::2]):
+            flagged[round(_seconds(start) * 15):round(_seconds(end) * 15)] = True
+        scores["DVR-Scan (defaults)"] = frame_f1(flagged, truth)
+    return scores
+
+
+def _seconds(timecode: str) -> float:
+    hours, minutes, seconds = timecode.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--long-minutes", type=int, default=10)
+    parser.add_argument("--dvr-scan", default=None, help="path of the dvr-scan command")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/videvent-bench"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    clip = args.work / f"garden_720p_{args.seconds}s.mp4"
+    make_clip(clip, args.seconds)
+    frames = args.seconds * FPS
+    print(f"clip: {clip.name}, 1280x720, {FPS} fps, {frames} frames; {os.cpu_count()} cores")
+
+    fps = speed(clip, frames, args.dvr_scan)
+    run_fps = fps["videvent run"]
+    print("\n1. frames per second (best of 2, interleaved)")
+    for name, value in fps.items():
+        print(f"   {name:34s} {value:8.1f} fps   videvent run / this = {run_fps / value:5.2f}x")
+
+    rolling, fresh = update_against_svd(clip)
+    print("\n2. per frame, window of 100 frames of 160x90, one BLAS thread")
+    print(f"   rolling Gram update + eigh + refit  {rolling:7.2f} ms")
+    print(f"   fresh thin SVD of the window        {fresh:7.2f} ms   ratio {fresh / rolling:5.1f}x")
+
+    print("\n3. peak memory of videvent run")
+    one_minute = args.work / "garden_720p_1min.mp4"
+    loop_clip(clip, one_minute, max(1, 60 // args.seconds))
+    long_clip = args.work / f"garden_720p_{args.long_minutes}min.mp4"
+    loop_clip(clip, long_clip, max(1, args.long_minutes * 60 // args.seconds))
+    for path in (one_minute, long_clip):
+        seconds, rss = timed([sys.executable, "-m", "videvent", "run", str(path), "-q",
+                              "-d", str(path.with_suffix(".videvent"))])
+        with open_source(path) as source:
+            count = source.frame_count
+        print(f"   {path.name:28s} {count:6d} frames  {rss / 1024:7.1f} MiB peak  "
+              f"{count / seconds:6.1f} fps")
+
+    if (WAVING_TREES / "frames").is_dir():
+        print("\n4. frame-level F1 on WavingTrees (person clearly in view: 243..258)")
+        for name, value in waving_trees_f1(args.work, args.dvr_scan).items():
+            print(f"   {name:24s} F1 = {value:.3f}")
+
+
+if __name__ == "__main__":
+    main()
