@@ -154,10 +154,9 @@ class SubspaceWindowDetector:
 
     def learn_one(self, x: np.ndarray, features: tuple[np.ndarray, float]) -> None:
         """Take ``x`` as a normal frame: it joins the window and the statistics."""
-        self._add_to_window(x)
         self.block_history_.append(features[0])
         self.brightness_history_.append(features[1])
-        self._stats = None
+        self._add_to_window(x)
         self.rejected_run_ = 0
         self.rejected_.clear()
 
@@ -241,6 +240,7 @@ class SubspaceWindowDetector:
         self.added_since_refit_ += 1
         if self.added_since_refit_ >= self.refit_every or self.warmup_left_ > 0:
             self.refit()
+            self._stats = None  # refreshed with the model, not at every frame
 
     def _block_energies(self, outside: np.ndarray) -> np.ndarray:
         """Log of the root-mean-square residual of each block of the grid."""
