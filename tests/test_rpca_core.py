@@ -115,3 +115,15 @@ def test_estimator_projection_keeps_the_subspace():
     basis, D = planted(rng, n_features=200, n_inliers=60, n_outliers=20)
     model = RobustSubspace(method="ancp", rank=3, projection_dim=50).fit(D.T)
     assert recovery_error(basis, model.components_.T) < 1e-8
+
+
+@pytest.mark.parametrize("score", [ancp_scores, sncp_scores])
+def test_a_lone_point_outside_the_kept_directions_ranks_last(score):
+    """The s1/20 rule drops a direction only one point uses; that point is no inlier."""
+    rng = np.random.default_rng(9)
+    plane = np.zeros((3, 2000))
+    plane[:2] = rng.standard_normal((2, 2000))
+    plane[2] = 0.01 * rng.standard_normal(2000)
+    lone = np.array([[0.0], [0.0], [1.0]])
+    x = score(np.hstack([plane, lone]))
+    assert x[-1] < x[:-1].min()

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from ..preprocess import BLANK, CORRUPT, FROZEN, OK
-from ..rpca.scores import (ancp_from_singular_vectors, coherence_values,
+from ..rpca.scores import (ancp_from_singular_vectors, coherence_values, demote_unexplained,
                            right_singular_vectors, sncp_from_singular_vectors)
 from .base import FrameScore
 
@@ -221,9 +221,9 @@ class SubspaceWindowDetector:
         if self.method == "cop":
             scores = coherence_values(normalised)
         else:
-            V = right_singular_vectors(normalised)
-            scores = (sncp_from_singular_vectors(V) if self.method == "sncp"
-                      else ancp_from_singular_vectors(V))
+            V, singular_values = right_singular_vectors(normalised, with_values=True)
+            scores = demote_unexplained(sncp_from_singular_vectors(V) if self.method == "sncp"
+                                        else ancp_from_singular_vectors(V), V, singular_values)
         n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
         return np.sort(np.argsort(-scores, kind="stable")[:n_inliers])
 

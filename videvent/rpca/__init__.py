@@ -5,35 +5,12 @@ the mathematics only (numpy and scipy, no video or I/O), so the streaming detect
 notebooks and users' own code all call the same tested functions.
 """
 
+from .baselines import fms_subspace, gms_subspace, r1pca_subspace
 from .estimator import RobustSubspace
+from .isearch import isearch_scores
 from .scores import (ancp_scores, ancp_scores_reference, cop_scores, numerical_rank,
                      right_singular_vectors, sncp_scores, sncp_scores_reference)
 from .subspace import METHODS, pca_subspace, recovery_error, residuals, robust_subspace
-
-
-def isearch_scores(D, **kwargs):
-    """Innovation Values of iSearch (see :mod:`videvent.rpca.isearch`)."""
-    from .isearch import isearch_scores as scores
-    return scores(D, **kwargs)
-
-
-def fms_subspace(D, rank, **kwargs):
-    """Fast Median Subspace baseline (see :mod:`videvent.rpca.baselines`)."""
-    from .baselines import fms_subspace as fit
-    return fit(D, rank, **kwargs)
-
-
-def gms_subspace(D, rank, **kwargs):
-    """Geometric Median Subspace baseline (see :mod:`videvent.rpca.baselines`)."""
-    from .baselines import gms_subspace as fit
-    return fit(D, rank, **kwargs)
-
-
-def r1pca_subspace(D, rank, **kwargs):
-    """R1-PCA baseline (see :mod:`videvent.rpca.baselines`)."""
-    from .baselines import r1pca_subspace as fit
-    return fit(D, rank, **kwargs)
-
 
 __all__ = [
     "RobustSubspace", "METHODS", "ancp_scores", "ancp_scores_reference", "cop_scores",

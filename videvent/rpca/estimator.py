@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_data, normalize_columns
-from .subspace import METHODS, SCORE_METHODS, principal_directions, robust_subspace
+from ._linalg import principal_directions
+from ._validation import check_data, normalize_columns, prepare
+from .subspace import METHODS, SCORE_METHODS, robust_subspace
 
 
 class RobustSubspace:
@@ -23,7 +24,9 @@ class RobustSubspace:
     projection_dim : if set, first project the samples onto their top ``projection_dim``
         principal directions (the paper uses 50 for video), as the paper does before scoring
     n_inliers, outlier_fraction : how many training samples span the subspace (see
-        :func:`robust_subspace`); neither means "add samples until they span ``rank``"
+        :func:`robust_subspace`); by default the most inlier-like half. Both None means "add
+        samples in score order until they span ``rank``", exact on noiseless data but fragile
+        on noisy data, where ``rank`` points give an ill-conditioned basis
     contamination : share of the training samples ``predict`` calls outliers; sets ``offset_``
 
     Attributes
@@ -36,7 +39,7 @@ class RobustSubspace:
     """
 
     def __init__(self, method: str = "sncp", rank: int = 3, *, projection_dim: int | None = None,
-                 n_inliers: int | None = None, outlier_fraction: float | None = None,
+                 n_inliers: int | None = None, outlier_fraction: float | None = 0.5,
                  contamination: float = 0.1):
         self.method = method
         self.rank = rank
@@ -69,7 +72,7 @@ class RobustSubspace:
             projection = principal_directions(normalize_columns(D, name="X"),
                                               int(self.projection_dim))
             D = projection.T @ D
-        scores = SCORE_METHODS[self.method](D) if self.method in SCORE_METHODS else None
+        scores = SCORE_METHODS[self.method](prepare(D)) if self.method in SCORE_METHODS else None
         U = robust_subspace(D, self.rank, method=self.method, n_inliers=self.n_inliers,
                             outlier_fraction=self.outlier_fraction, scores=scores)
         if projection is not None:

@@ -15,6 +15,8 @@ from ._validation import prepare
 
 # Paper's rule for the numerical rank r_d: singular values above s1 / 20.
 RANK_RATIO = 20.0
+# A column with less than half its energy in the top r_d directions is not explained by them.
+MIN_EXPLAINED_SHARE = 0.5
 
 
 def numerical_rank(singular_values: np.ndarray, ratio: float = RANK_RATIO) -> int:
@@ -23,11 +25,13 @@ def numerical_rank(singular_values: np.ndarray, ratio: float = RANK_RATIO) -> in
     return max(1, int(np.count_nonzero(s > s[0] / ratio)))
 
 
-def right_singular_vectors(Dn: np.ndarray, r_d: int | None = None) -> np.ndarray:
+def right_singular_vectors(Dn: np.ndarray, r_d: int | None = None, *,
+                           with_values: bool = False):
     """Rows ``v_i`` of the first ``r_d`` right singular vectors (M2 x r_d) via the smaller Gram.
 
     Gram eigenvalues are squared singular values, so the eigen-decomposition of the
     min(M1, M2)-sized Gram matrix gives the same vectors as an SVD at a fraction of the cost.
+    ``with_values=True`` also returns the ``r_d`` singular values.
     """
     n_features, n_points = Dn.shape
     if n_features < n_points:
@@ -40,9 +44,27 @@ def right_singular_vectors(Dn: np.ndarray, r_d: int | None = None) -> np.ndarray
         r_d = numerical_rank(singular_values)
     r_d = int(min(r_d, np.count_nonzero(singular_values > 0)))
     if n_features < n_points:
-        top = U[:, ::-1][:, :r_d]
-        return (Dn.T @ top) / singular_values[:r_d]
-    return W[:, ::-1][:, :r_d]
+        V = (Dn.T @ U[:, ::-1][:, :r_d]) / singular_values[:r_d]
+    else:
+        V = W[:, ::-1][:, :r_d]
+    return (V, singular_values[:r_d]) if with_values else V
+
+
+def explained_share(V: np.ndarray, singular_values: np.ndarray) -> np.ndarray:
+    """Share of each unit-length column's energy inside the top-r_d span: sum_k s_k^2 v_ik^2."""
+    return np.einsum("ij,j,ij->i", V, singular_values ** 2, V)
+
+
+def demote_unexplained(scores: np.ndarray, V: np.ndarray,
+                       singular_values: np.ndarray) -> np.ndarray:
+    """Rank last the columns that lie mostly outside the retained span.
+
+    The s1/20 rule drops the directions that only a few points use; a point lying in such a
+    direction gets a near-zero row v_i, and the inverse-leverage formula would then call it
+    the most inlier-like point of all. A point the top r_d directions do not explain is not an
+    inlier, so its score is set to 0, below every score of the formulas (all positive).
+    """
+    return np.where(explained_share(V, singular_values) < MIN_EXPLAINED_SHARE, 0.0, scores)
 
 
 def _row_norms_sq(V: np.ndarray) -> np.ndarray:
@@ -65,7 +87,7 @@ def sncp_from_singular_vectors(V: np.ndarray) -> np.ndarray:
 
 def ancp_scores(D, *, r_d: int | None = None) -> np.ndarray:
     """ANCP (Algorithm 1): ``x(i) = 1 / ||v_i||^2``, the inverse leverage of each column."""
-    return ancp_from_singular_vectors(right_singular_vectors(prepare(D), r_d))
+    return _prepared_ancp(prepare(D), r_d)
 
 
 def sncp_scores(D, *, r_d: int | None = None) -> np.ndarray:
@@ -74,7 +96,17 @@ def sncp_scores(D, *, r_d: int | None = None) -> np.ndarray:
     Computed as ``vhat_i^T (Vhat^T Vhat) vhat_i`` with an r_d x r_d matrix, so the cost is
     linear in the number of points instead of quadratic.
     """
-    return sncp_from_singular_vectors(right_singular_vectors(prepare(D), r_d))
+    return _prepared_sncp(prepare(D), r_d)
+
+
+def _prepared_ancp(Dn: np.ndarray, r_d: int | None = None) -> np.ndarray:
+    V, s = right_singular_vectors(Dn, r_d, with_values=True)
+    return demote_unexplained(ancp_from_singular_vectors(V), V, s)
+
+
+def _prepared_sncp(Dn: np.ndarray, r_d: int | None = None) -> np.ndarray:
+    V, s = right_singular_vectors(Dn, r_d, with_values=True)
+    return demote_unexplained(sncp_from_singular_vectors(V), V, s)
 
 
 def cop_scores(D, *, variant: str = "squared", block_size: int = 2048) -> np.ndarray:
@@ -85,6 +117,11 @@ def cop_scores(D, *, variant: str = "squared", block_size: int = 2048) -> np.nda
     memory stays at ``block_size x M2``.
     """
     return coherence_values(prepare(D), variant=variant, block_size=block_size)
+
+
+# Scores of already checked, unit-length data, for callers that have prepared it once.
+PREPARED_SCORES = {"ancp": _prepared_ancp, "sncp": _prepared_sncp,
+                   "cop": lambda Dn: coherence_values(Dn)}
 
 
 def coherence_values(Dn: np.ndarray, *, variant: str = "squared",

@@ -13,7 +13,10 @@ import math
 import numpy as np
 
 from ._validation import check_data, check_rank, normalize_columns, prepare
-from .scores import ancp_scores, cop_scores, sncp_scores
+from ._linalg import principal_directions, top_left_singular_vectors  # noqa: F401 (re-export)
+from .baselines import fms_subspace, gms_subspace, r1pca_subspace
+from .isearch import isearch_scores
+from .scores import PREPARED_SCORES
 
 # A column adds a new dimension when the part of it outside the span so far is at least this
 # long (columns have unit length). Small enough for exact data, large enough to skip
@@ -21,61 +24,29 @@ from .scores import ancp_scores, cop_scores, sncp_scores
 SPAN_TOLERANCE = 1e-6
 
 
-def _isearch(D):
-    from .isearch import isearch_scores
-    return isearch_scores(D)
+def _isearch(Dn):
+    # ADMM: the exact LP costs tens of milliseconds per column, too slow past a few hundred.
+    return isearch_scores(Dn, solver="admm")
 
 
-def _baseline(name):
-    def fit(D, rank):
-        from . import baselines
-        return getattr(baselines, f"{name}_subspace")(D, rank)
-    return fit
-
-
-SCORE_METHODS = {
-    "sncp": sncp_scores,
-    "ancp": ancp_scores,
-    "cop": cop_scores,
-    "isearch": _isearch,
-}
+SCORE_METHODS = {**PREPARED_SCORES, "isearch": _isearch}
 
 
 def pca_subspace(D, rank: int) -> np.ndarray:
     """Top-``rank`` left singular vectors of the column-normalised data (the PCA baseline)."""
     Dn = prepare(D)
     check_rank(rank, Dn)
-    return _top_left_singular_vectors(Dn, rank)
+    return top_left_singular_vectors(Dn, rank)
 
 
 SUBSPACE_METHODS = {
     "pca": pca_subspace,
-    "fms": _baseline("fms"),
-    "gms": _baseline("gms"),
-    "r1pca": _baseline("r1pca"),
+    "fms": fms_subspace,
+    "gms": gms_subspace,
+    "r1pca": r1pca_subspace,
 }
 
 METHODS = tuple(SCORE_METHODS) + tuple(SUBSPACE_METHODS)
-
-
-def _top_left_singular_vectors(A: np.ndarray, rank: int) -> np.ndarray:
-    U, s, _ = np.linalg.svd(A, full_matrices=False)
-    numerical = int(np.count_nonzero(s > s[0] * max(A.shape) * np.finfo(float).eps))
-    if numerical < rank:
-        raise ValueError(f"the selected columns span only {numerical} dimension(s), "
-                         f"fewer than rank={rank}")
-    return U[:, :rank]
-
-
-def principal_directions(A: np.ndarray, max_dim: int) -> np.ndarray:
-    """Up to ``max_dim`` top left singular vectors of ``A``, fewer when ``A`` has lower rank.
-
-    The paper projects the data onto its top 50 directions before scoring; a window with
-    fewer independent points than that simply keeps all the directions it has.
-    """
-    U, s, _ = np.linalg.svd(A, full_matrices=False)
-    numerical = int(np.count_nonzero(s > s[0] * max(A.shape) * np.finfo(float).eps))
-    return U[:, :min(max_dim, numerical)]
 
 
 def columns_spanning(Dn: np.ndarray, order: np.ndarray, rank: int) -> np.ndarray:
@@ -102,7 +73,7 @@ def robust_subspace(D, rank: int, *, method: str = "sncp", n_inliers: int | None
     """An orthonormal basis (M1 x rank) of the subspace the inliers of ``D`` share.
 
     For the score methods ('sncp', 'ancp', 'cop', 'isearch'): rank the columns by score
-    (or use ``scores`` given), keep ``n_inliers`` of them, or the ``1 - outlier_fraction`` share
+    (or use ``scores`` given: the scores of the columns of ``D``), keep ``n_inliers`` of them, or the ``1 - outlier_fraction`` share
     of them, or (neither given) add columns until they span ``rank`` dimensions; the basis is
     the top-``rank`` left singular vectors of the kept, normalised columns. The subspace methods
     ('pca', 'fms', 'gms', 'r1pca') fit the basis directly.
@@ -116,7 +87,7 @@ def robust_subspace(D, rank: int, *, method: str = "sncp", n_inliers: int | None
     if n_inliers is not None and outlier_fraction is not None:
         raise ValueError("give n_inliers or outlier_fraction, not both")
     Dn = prepare(D)
-    x = SCORE_METHODS[method](D) if scores is None else np.asarray(scores, dtype=float)
+    x = SCORE_METHODS[method](Dn) if scores is None else np.asarray(scores, dtype=float)
     if x.shape != (Dn.shape[1],) or not np.isfinite(x).all():
         raise ValueError(f"scores must be {Dn.shape[1]} finite numbers, one per column")
     order = np.argsort(-x, kind="stable")
@@ -125,11 +96,11 @@ def robust_subspace(D, rank: int, *, method: str = "sncp", n_inliers: int | None
             raise ValueError(f"outlier_fraction must be in [0, 1), got {outlier_fraction}")
         n_inliers = math.ceil((1.0 - outlier_fraction) * Dn.shape[1])
     if n_inliers is None:
-        return _top_left_singular_vectors(Dn[:, columns_spanning(Dn, order, rank)], rank)
+        return top_left_singular_vectors(Dn[:, columns_spanning(Dn, order, rank)], rank)
     if not rank <= n_inliers <= Dn.shape[1]:
         raise ValueError(f"n_inliers must be between rank={rank} and {Dn.shape[1]}, "
                          f"got {n_inliers}")
-    return _top_left_singular_vectors(Dn[:, order[:n_inliers]], rank)
+    return top_left_singular_vectors(Dn[:, order[:n_inliers]], rank)
 
 
 def residuals(D, U, *, normalize: bool = True) -> np.ndarray:
