@@ -21,7 +21,6 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, ScoresWriter, read_scores, write_events
-from .output.plot import write_residual_plot
 from .preprocess import OK, Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
 from .settings import Settings
@@ -233,6 +232,8 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
             result.files = {"scores": destination / "scores.csv",
                             "events": destination / "events.json"}
             if plot:
+                from .output.plot import write_residual_plot  # matplotlib: only when drawing
+
                 write_residual_plot(folder.path("residuals.png"),
                                     read_scores(folder.path("scores.csv")),
                                     document["events"], threshold=settings.threshold,

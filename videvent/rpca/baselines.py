@@ -19,7 +19,6 @@ whose first step is PCA's covariance), so they are deterministic.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
 
 from ._validation import check_data, check_rank, normalize_columns
 from ._linalg import principal_directions
@@ -73,7 +72,7 @@ def gms_subspace(D, rank: int, *, delta: float = DEFAULT_DELTA, max_iter: int = 
     weights = np.ones(X.shape[1])       # Q = I / dim: every unit-length point weighs the same
     basis = None
     for _ in range(max_iter):
-        eigenvalues, eigenvectors = eigh((X * weights) @ X.T)
+        eigenvalues, eigenvectors = np.linalg.eigh((X * weights) @ X.T)
         basis_next = eigenvectors[:, ::-1][:, :rank]
         converged = basis is not None and _moved(basis, basis_next) <= tol
         basis = basis_next
@@ -120,6 +119,8 @@ def _top_directions(Dn: np.ndarray, weights: np.ndarray,
     """
     n_features, n_points = Dn.shape
     weighted = Dn * np.sqrt(weights)
+    from scipy.linalg import eigh  # a heavy import; only these baselines need it
+
     if n_features <= n_points:
         values, vectors = eigh(weighted @ weighted.T, subset_by_index=[n_features - rank,
                                                                        n_features - 1])

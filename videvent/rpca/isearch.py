@@ -20,7 +20,6 @@ Rahmani & Li).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ._validation import prepare
 from .scores import numerical_rank
@@ -84,6 +83,8 @@ def _innovation_lp(V: np.ndarray, i: int) -> float:
     cost = np.zeros(n_points + 1)
     cost[-1] = -1.0                                     # maximise lambda
     bounds = [(-1.0, 1.0)] * n_points + [(None, None)]
+    from scipy.optimize import linprog  # a heavy import; only the exact solver needs it
+
     result = linprog(cost, A_eq=A_eq, b_eq=np.zeros(rank), bounds=bounds, method="highs")
     if result.status != 0:
         raise RuntimeError(f"iSearch LP for column {i} failed: {result.message}")
