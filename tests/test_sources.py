@@ -418,3 +418,16 @@ def test_backend_that_cannot_read_the_input(png_folder, videos):
 
 def test_source_error_is_a_value_error():
     assert issubclass(SourceError, ValueError)
+
+
+@pytest.mark.parametrize("backend", ["pyav", "opencv"])
+def test_keep_colour_adds_the_picture_and_leaves_grey_frames_unchanged(backend):
+    from conftest import SAMPLES
+    clip = SAMPLES / "walker.mp4"
+    with open_source(clip, backend=backend) as grey, \
+            open_source(clip, backend=backend, keep_colour=True) as both:
+        for plain, kept in zip(grey.frames(0, 12), both.frames(0, 12)):
+            assert np.array_equal(plain.image, kept.image)
+            assert plain.colour is None and kept.colour.shape == (240, 320, 3)
+            assert abs(float(cv2.cvtColor(kept.colour, cv2.COLOR_BGR2GRAY).mean())
+                       - float(kept.image.mean())) < 3

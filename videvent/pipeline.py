@@ -1,9 +1,10 @@
 """The detection pipeline: source -> preprocess -> window scorer -> event segmenter -> sinks.
 
-``detect`` runs it on one source and writes ``scores.csv``, ``events.json`` and
-``residuals.png`` into a result folder. Decoding and preprocessing run on a reader thread
-feeding a bounded queue, so the decoder and the detector use both cores and memory stays flat
-however long the video is.
+``detect`` runs it on one source and writes the result folder (``scores.csv``,
+``events.json``, ``residuals.png``, event thumbnails and ``report.html``). ``score_frames`` is
+the shared pass over a source that every command builds on: decoding and preprocessing run
+on a reader thread feeding a bounded queue, so the decoder and the detector use both cores and
+memory stays flat however long the video is.
 """
 
 from __future__ import annotations
@@ -12,24 +13,28 @@ import os
 import queue
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import cv2
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, ScoresWriter, read_scores, write_events
-from .preprocess import OK, Preprocessor, frame_health, working_size
+from .preprocess import Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
 from .settings import Settings
-from .sources import FrameSource, open_source
+from .sources import Frame, FrameSource, open_source
 from .timecode import format_timecode
 
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
+THUMBNAIL_WIDTH = 320
 _END = object()
 
 
@@ -43,8 +48,8 @@ class RunResult:
     events: list[Event]
     absorbed: list[dict]
     frame_problems: list[dict]
+    compare: list[str] = field(default_factory=list)
     out_dir: Path | None = None
-    files: dict[str, Path] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -55,6 +60,7 @@ class RunResult:
             "events": [event.to_dict() for event in self.events],
             "absorbed": self.absorbed,
             "frame_problems": self.frame_problems,
+            "compare": self.compare,
         }
 
 
@@ -66,20 +72,24 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
     return path.parent / f"{path.stem if path.is_file() else path.name}.videvent"
 
 
-def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float):
-    """The window scorer and the segmenter a run uses, with times turned into frames."""
-    detector = SubspaceWindowDetector(
-        frame_shape, method=settings.method, rank=settings.rank, window=settings.window,
-        projection_dim=settings.projection_dim, inlier_fraction=settings.inlier_fraction,
-        admit_threshold=settings.admit, absorb_after=settings.frames("absorb_after", fps),
-        refit_every=settings.refit_every, blocks=settings.blocks)
-    segmenter = EventSegmenter(
+def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
+                   method: str | None = None) -> SubspaceWindowDetector:
+    """The window scorer of a run, with its times turned into frames."""
+    return SubspaceWindowDetector(
+        frame_shape, method=method or settings.method, rank=settings.rank,
+        window=settings.window, projection_dim=settings.projection_dim,
+        inlier_fraction=settings.inlier_fraction, admit_threshold=settings.admit,
+        absorb_after=settings.frames("absorb_after", fps), refit_every=settings.refit_every,
+        blocks=settings.blocks)
+
+
+def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
+    return EventSegmenter(
         settings.threshold, settings.threshold_low,
         min_length=max(1, settings.frames("min_event_length", fps)),
         merge_gap=settings.frames("merge_gap", fps),
         pre_roll=settings.frames("time_before_event", fps),
         post_roll=settings.frames("time_post_event", fps))
-    return detector, segmenter
 
 
 def frame_range(settings: Settings, fps: float) -> tuple[int, int | None]:
@@ -101,7 +111,7 @@ def _read_ahead(source: FrameSource, preprocess: Preprocessor, start: int, end: 
             vector = None if frame.image is None else preprocess(frame.image)
             while not stop.is_set():
                 try:
-                    out.put((frame.index, frame.time_s, vector), timeout=0.1)
+                    out.put((frame, vector), timeout=0.1)
                     break
                 except queue.Full:
                     continue
@@ -110,6 +120,63 @@ def _read_ahead(source: FrameSource, preprocess: Preprocessor, start: int, end: 
         out.put(_END)
     except BaseException as error:  # handed to the consumer, which re-raises it
         out.put(error)
+
+
+@dataclass
+class Pass:
+    """One pass of the detector over a source: what it was set up with."""
+
+    source: FrameSource
+    settings: Settings
+    start: int
+    end: int | None
+    preprocess: Preprocessor
+    detector: SubspaceWindowDetector
+
+    @property
+    def frame_shape(self) -> tuple[int, ...]:
+        return self.detector.frame_shape
+
+
+def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
+    start, end = frame_range(settings, source.fps)
+    width, height = working_size(source.width, source.height, max_side=settings.working_size,
+                                 downscale_factor=settings.downscale_factor)
+    shape = (height, width, 3) if settings.colour else (height, width)
+    return Pass(source, settings, start, end, Preprocessor(width, height, settings.colour),
+                build_detector(settings, shape, source.fps))
+
+
+def score_frames(run: Pass, *, explain: bool | float = False
+                 ) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
+    """(frame, working vector, verdict) for every frame of the pass, in order."""
+    frames_in: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+    reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
+                              args=(run.source, run.preprocess, run.start, run.end, frames_in,
+                                    stop))
+    reader.start()
+    # The detector's matrices are small (window x window): one BLAS thread is faster than two
+    # fighting over them, and leaves the other core to the decoder.
+    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
+    previous = None
+    try:
+        while True:
+            item = frames_in.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            frame, vector = item
+            health = frame_health(vector, previous)
+            if vector is not None:
+                previous = vector
+            yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
+                                                            health, explain=explain)
+    finally:
+        blas_one_thread.restore_original_limits()
+        stop.set()
+        reader.join(timeout=5)
 
 
 class _ProblemRuns:
@@ -134,85 +201,127 @@ class _ProblemRuns:
                 run["end_frame"], run["end_time_s"] = score.index, score.time_s
 
 
-def scan(source: FrameSource, settings: Settings, scores_path: str | os.PathLike, *,
-         progress: Callable[[int], None] | None = None,
+class _PeakFrames:
+    """The highest-scoring frame of each stretch of unusual frames, until its event is done.
+
+    Only these few frames (a stretch's best so far) are kept, so the thumbnails of the peaks
+    cost no second decoding and memory stays bounded.
+    """
+
+    def __init__(self):
+        self.best: dict[int, tuple[float, np.ndarray, FrameScore]] = {}
+        self._current: int | None = None
+
+    def add(self, frame: Frame, score: FrameScore) -> None:
+        if score.residual_image is None:
+            self._current = None
+            return
+        if self._current is None or score.score > self.best[self._current][0]:
+            if self._current is not None:
+                del self.best[self._current]
+            self._current = score.index
+            self.best[score.index] = (score.score, frame.image.copy(), score)
+
+    def take(self, event: Event) -> tuple[np.ndarray, FrameScore] | None:
+        found = self.best.get(event.peak_frame)
+        for index in [i for i in self.best if i <= event.end_frame and i != self._current]:
+            del self.best[index]
+        return None if found is None else found[1:]
+
+
+def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level: float) -> None:
+    """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
+    from .output.annotate import changed_regions, draw_boxes, heat_overlay
+
+    colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
+    residual = score.residual_image
+    if residual.ndim == 3:
+        residual = np.abs(residual).max(axis=2)
+    shown = heat_overlay(colour, residual)
+    draw_boxes(shown, changed_regions(residual, score.block_scores, box_level,
+                                      (colour.shape[1], colour.shape[0])))
+    height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
+    small = cv2.resize(shown, (THUMBNAIL_WIDTH, height), interpolation=cv2.INTER_AREA)
+    if not cv2.imwrite(str(path), small, [cv2.IMWRITE_JPEG_QUALITY, 88]):
+        raise OSError(f"cannot write {path}")
+
+
+def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
+         compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
          on_event: Callable[[Event], None] | None = None) -> RunResult:
-    """Run the detector over ``source``, writing ``scores.csv`` to ``scores_path``."""
-    fps = source.fps
-    start, end = frame_range(settings, fps)
-    width, height = working_size(source.width, source.height, max_side=settings.working_size,
-                                 downscale_factor=settings.downscale_factor)
-    preprocess = Preprocessor(width, height, colour=settings.colour)
-    shape = (height, width, 3) if settings.colour else (height, width)
-    detector, segmenter = build_detector(settings, shape, fps)
-    writer = ScoresWriter(scores_path)
+    """Run the detector over ``source``, writing scores, thumbnails (and comparisons)."""
+    run = prepare_pass(source, settings)
+    segmenter = build_segmenter(settings, source.fps)
+    writer = ScoresWriter(folder.path("scores.csv"))
+    thumbnails = folder.path("thumbnails")
+    thumbnails.mkdir()
+    others = {method: build_detector(settings, run.frame_shape, source.fps, method)
+              for method in compare if method != settings.method}
+    compare_rows = open(folder.path("compare.csv"), "w") if compare else None
+    if compare_rows:
+        compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
     pending: deque[FrameScore] = deque()
     problems = _ProblemRuns()
+    peaks = _PeakFrames()
     absorbed: list[dict] = []
     frames_read = 0
-    previous = None
 
     def write_decided(decisions) -> None:
         for decision in decisions:
-            frame_score = pending.popleft()
-            writer.write(frame_score, decision.flagged, decision.event_number)
-        if on_event is not None:
-            for event in segmenter.pop_completed():
+            writer.write(pending.popleft(), decision.flagged, decision.event_number)
+        for event in segmenter.pop_completed():
+            peak = peaks.take(event)
+            if peak is not None:
+                write_thumbnail(thumbnails / f"event{event.number:03d}.jpg", *peak,
+                                settings.threshold_low)
+            if on_event is not None:
                 on_event(event)
 
-    frames_in: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
-    stop = threading.Event()
-    reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
-                              args=(source, preprocess, start, end, frames_in, stop))
-    reader.start()
-    # The detector's matrices are small (window x window): one BLAS thread is faster than two
-    # fighting over them, and leaves the other core to the decoder.
-    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
     try:
-        while True:
-            item = frames_in.get()
-            if item is _END:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            index, time_s, vector = item
-            health = frame_health(vector, previous)
-            if vector is not None:
-                previous = vector
-            frame_score = detector.process_frame(index, time_s, vector, health)
+        for frame, vector, frame_score in score_frames(run, explain=settings.threshold_low):
             if frame_score.absorbed:
-                absorbed.append({"frame": index, "time_s": time_s,
-                                 "timecode": format_timecode(time_s)})
+                absorbed.append({"frame": frame.index, "time_s": frame.time_s,
+                                 "timecode": format_timecode(frame.time_s)})
             problems.add(frame_score)
+            peaks.add(frame, frame_score)
+            if compare_rows:
+                residuals = {settings.method: frame_score.residual}
+                for method, detector in others.items():
+                    residuals[method] = detector.process_frame(
+                        frame.index, frame.time_s, vector, frame_score.status
+                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok").residual
+                compare_rows.write(f"{frame.index}," + ",".join(
+                    f"{residuals[m]:.6g}" for m in compare) + "\n")
             pending.append(frame_score)
-            write_decided(segmenter.update(index, time_s, frame_score.score,
+            write_decided(segmenter.update(frame.index, frame.time_s, frame_score.score,
                                            absorbed=frame_score.absorbed))
             frames_read += 1
             if progress is not None:
                 progress(1)
         write_decided(segmenter.finish())
     finally:
-        blas_one_thread.restore_original_limits()
-        stop.set()
         writer.close()
-        reader.join(timeout=5)
+        if compare_rows:
+            compare_rows.close()
     if frames_read == 0:
         raise ValueError(f"no frames to scan in '{source.uri}'"
-                         + (" in the range given" if (start or end is not None) else ""))
+                         + (" in the range given" if (run.start or run.end is not None) else ""))
+    height, width = run.frame_shape[:2]
     source_info = {
-        "uri": source.uri, "name": source.name, "fps": fps, "frame_count": source.frame_count,
+        "uri": os.path.abspath(source.uri) if os.path.exists(source.uri) else source.uri,
+        "name": source.name, "fps": source.fps, "frame_count": source.frame_count,
         "width": source.width, "height": source.height, "working_width": width,
-        "working_height": height, "first_frame": start,
-        "absorb_after_frames": detector.absorb_after,
+        "working_height": height, "first_frame": run.start,
+        "absorb_after_frames": run.detector.absorb_after,
     }
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
-                     frame_problems=problems.runs)
+                     frame_problems=problems.runs, compare=list(compare))
 
 
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
-           progress: Callable[[int], None] | None = None,
+           compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
            on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
     """Find the events in a video, folder or pattern of images; write the result folder.
 
@@ -220,25 +329,19 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     folder is then left as it was.
     """
     settings = settings or Settings()
+    compare = tuple(dict.fromkeys(compare))
     with open_source(spec, colour=settings.colour, backend=settings.backend,
                      fps=settings.fps) as source:
         if on_start is not None:
             on_start(source)
         destination = Path(out_dir) if out_dir is not None else default_out_dir(spec)
         with ResultFolder(destination) as folder:
-            result = scan(source, settings, folder.path("scores.csv"), progress=progress)
-            document = result.to_dict()
-            write_events(folder.path("events.json"), document)
-            result.files = {"scores": destination / "scores.csv",
-                            "events": destination / "events.json"}
+            result = scan(source, settings, folder, compare=compare, progress=progress)
+            write_events(folder.path("events.json"), result.to_dict())
             if plot:
-                from .output.plot import write_residual_plot  # matplotlib: only when drawing
+                from .output.report import write_plot, write_report  # matplotlib: when drawing
 
-                write_residual_plot(folder.path("residuals.png"),
-                                    read_scores(folder.path("scores.csv")),
-                                    document["events"], threshold=settings.threshold,
-                                    threshold_low=settings.threshold_low,
-                                    title=f"{source.name}: residual per frame ({settings.method.upper()}, rank {settings.rank})")
-                result.files["plot"] = destination / "residuals.png"
+                write_plot(folder.staging)
+                write_report(folder.staging)
     result.out_dir = destination
     return result

@@ -10,7 +10,12 @@ import sys
 
 import click
 
+from pathlib import Path
+
 from .. import __version__
+from ..detectors.subspace_window import METHODS
+from ..export import CLIP_TEMPLATE, export
+from ..output.report import write_plot, write_report
 from ..pipeline import detect
 from ..settings import Settings, load_config
 from ..timecode import format_timecode
@@ -111,41 +116,162 @@ def cli() -> None:
     """Find events in video with closed-form robust PCA."""
 
 
+def export_options(function):
+    """Options of the exports, shared by ``run`` and ``export``."""
+    options = [
+        click.option("--export-clips", "clips", is_flag=True,
+                     help="Write one clip per event, with the time before and after."),
+        click.option("--clip-template", default=CLIP_TEMPLATE, show_default=True,
+                     help="Clip file names; {video} is the input's name, {n} the event number."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+class Progress:
+    """A progress bar on stderr when it is a terminal (never when quiet or piped).
+
+    The bar appears with the first frame done, so an error found before any work starts is
+    the only thing printed.
+    """
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.bar = None
+        self._label, self._length = "", None
+
+    def start(self, label: str, length: int | None) -> None:
+        self.finish()
+        self._label, self._length = label, length
+
+    def update(self, n: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=self._length or 0, label=self._label,
+                                         file=sys.stderr, show_pos=True, show_eta=True)
+            self.bar.__enter__()
+        self.bar.update(n)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _bad_input(error: ValueError) -> BadInput:
+    return BadInput(str(error).splitlines()[0] if str(error) else type(error).__name__)
+
+
+def _methods(_ctx, _param, value):
+    if not value:
+        return ()
+    methods = tuple(m.strip().lower() for m in value.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise click.BadParameter(f"unknown method {unknown[0]!r}: choose from "
+                                 f"{', '.join(METHODS)}")
+    return methods
+
+
 @cli.command()
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
               default=None, help="Result folder (default: SOURCE's name + .videvent, beside it).")
-@click.option("--no-plot", is_flag=True, help="Skip residuals.png.")
+@click.option("--export-video", is_flag=False, flag_value="", default=None, metavar="[PATH]",
+              help="Also write the annotated H.264 video (default: annotated.mp4 in the "
+                   "result folder).")
+@export_options
+@click.option("--compare", callback=_methods, default="", metavar="METHODS",
+              help="Also score with these methods (e.g. pca,ancp,sncp,cop) for the report's "
+                   "side-by-side panels.")
+@click.option("--no-plot", is_flag=True, help="Skip residuals.png and report.html.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @run_options
-def run(source: str, out_dir: str | None, no_plot: bool, quiet: bool, **options) -> None:
+def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
+        clip_template: str, compare: tuple[str, ...], no_plot: bool, quiet: bool,
+        **options) -> None:
     """Scan SOURCE (a video file, a folder of images or a pattern such as frames/b%05d.bmp).
 
-    Writes scores.csv, events.json and residuals.png into the result folder.
+    Writes scores.csv, events.json, residuals.png, report.html and event thumbnails into the
+    result folder.
     """
     settings = settings_from(options)
-    bar = None
+    progress = Progress(quiet)
 
     def started(src) -> None:
-        nonlocal bar
         if not quiet:
             click.echo(f"Scanning {src.name}: {src.width}x{src.height}, {src.fps:g} fps"
                        + (f", {src.frame_count} frames" if src.frame_count else ""), err=True)
-            bar = click.progressbar(length=src.frame_count or 0, label="frames",
-                                    file=sys.stderr, show_pos=True, show_eta=True)
-            bar.__enter__()
+        progress.start("frames", src.frame_count)
 
     try:
-        result = detect(source, settings, out_dir=out_dir, plot=not no_plot,
-                        progress=(lambda n: bar.update(n)) if not quiet else None,
-                        on_start=started)
+        result = detect(source, settings, out_dir=out_dir, plot=not no_plot, compare=compare,
+                        progress=progress.update, on_start=started)
+        progress.finish()
+        exported = []
+        if export_video is not None or clips:
+            progress.start("export", result.frames_read)
+            exported = export(result.out_dir, video=(export_video or True)
+                              if export_video is not None else False, clips=clips,
+                              clip_template=clip_template, progress=progress.update)
+            progress.finish()
+            if not no_plot:
+                write_report(result.out_dir)
     except ValueError as error:
-        raise BadInput(str(error).splitlines()[0]) from None
+        raise _bad_input(error) from None
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        progress.finish()
     if not quiet:
         print_summary(result)
+        for path in exported:
+            click.echo(f"Wrote {os.fspath(path)}")
+
+
+@cli.command("export")
+@click.argument("result_dir", type=click.Path(file_okay=False))
+@click.option("--video/--no-video", default=True, show_default=True,
+              help="Write the annotated video.")
+@click.option("-o", "--output", "video_path", type=click.Path(dir_okay=False), default=None,
+              help="Where the annotated video goes (default: annotated.mp4 in RESULT_DIR).")
+@export_options
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def export_command(result_dir: str, video: bool, video_path: str | None, clips: bool,
+                   clip_template: str, quiet: bool) -> None:
+    """Write the annotated video (and event clips) of an earlier run's RESULT_DIR.
+
+    Decodes the source again; the result folder says where it is.
+    """
+    progress = Progress(quiet)
+    try:
+        progress.start("export", None)
+        written = export(result_dir, video=(video_path or True) if video else False,
+                         clips=clips, clip_template=clip_template, progress=progress.update)
+        progress.finish()
+        write_report(result_dir)
+    except ValueError as error:
+        raise _bad_input(error) from None
+    finally:
+        progress.finish()
+    if not quiet:
+        for path in written:
+            click.echo(f"Wrote {os.fspath(path)}")
+
+
+@cli.command("report")
+@click.argument("result_dir", type=click.Path(file_okay=False))
+def report_command(result_dir: str) -> None:
+    """Re-render residuals.png and report.html of RESULT_DIR from its files (no decoding)."""
+    folder = Path(result_dir)
+    if not (folder / "events.json").is_file() or not (folder / "scores.csv").is_file():
+        raise BadInput(f"'{folder}' is not a videvent result folder (no events.json or "
+                       "scores.csv)")
+    try:
+        write_plot(folder)
+        click.echo(f"Wrote {os.fspath(write_report(folder))}")
+    except (ValueError, OSError) as error:
+        raise BadInput(str(error).splitlines()[0]) from None
 
 
 def print_summary(result) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class FrameScore:
@@ -15,6 +17,9 @@ class FrameScore:
     admitted: the frame joined the model's window as a normal frame
     absorbed: the model was rebuilt from the recent frames just before this one, because a
         lasting scene change had been flagged for longer than the detector's absorb time
+    residual_image: with ``explain=True``, the frame minus its reconstruction from the very
+        subspace that scored it (working size, grey levels), for heat maps
+    block_scores: with ``explain=True``, the z-score of every block of the grid (rows x cols)
     """
 
     index: int
@@ -24,3 +29,5 @@ class FrameScore:
     status: str
     admitted: bool
     absorbed: bool = False
+    residual_image: np.ndarray | None = None
+    block_scores: np.ndarray | None = None

@@ -144,13 +144,16 @@ class SubspaceWindowDetector:
         score: the larger of the largest block z-score and the brightness-change score;
         features: (block log energies, log mean pixel), what ``learn_one`` records.
         """
+        return self._evaluate(x)[:3]
+
+    def _evaluate(self, x: np.ndarray):
+        outside = self.residual_image(x)
         norm = float(np.linalg.norm(x))
         if norm == 0.0:
-            return 0.0, 0.0, (np.zeros(self.grid[0] * self.grid[1]), 0.0)
-        outside = self.residual_image(x) / norm
-        residual = min(1.0, float(np.linalg.norm(outside)))
-        features = (self._block_energies(outside), math.log(max(float(x.mean()), 1e-3)))
-        return residual, self._score(*features), features
+            return 0.0, 0.0, (np.zeros(self.grid[0] * self.grid[1]), 0.0), outside
+        residual = min(1.0, float(np.linalg.norm(outside)) / norm)
+        features = (self._block_energies(outside / norm), math.log(max(float(x.mean()), 1e-3)))
+        return residual, self._score(*features), features, outside
 
     def learn_one(self, x: np.ndarray, features: tuple[np.ndarray, float]) -> None:
         """Take ``x`` as a normal frame: it joins the window and the statistics."""
@@ -161,16 +164,27 @@ class SubspaceWindowDetector:
         self.rejected_.clear()
 
     def process_frame(self, index: int, time_s: float, x: np.ndarray | None,
-                      health: str = OK) -> FrameScore:
-        """Score one frame, then let it into the model if it looks normal."""
+                      health: str = OK, *, explain: bool | float = False) -> FrameScore:
+        """Score one frame, then let it into the model if it looks normal.
+
+        ``explain``: True, or a score above which to do it, adds the residual image and the
+        block z-scores to the verdict (for heat maps and boxes; no extra model is involved).
+        """
         absorbed, self._absorbed_pending = self._absorbed_pending, False
         if health in (BLANK, CORRUPT):
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False, absorbed)
-        if health == FROZEN:
+        if health == FROZEN and self.warmup_left_ == 0:
+            # A repeat carries no news: same verdict, and the window keeps its variety. While
+            # warming up it is learned all the same, or a perfectly still scene (which a lossy
+            # encoder turns into repeated frames) would never get a model.
             residual, score = self._previous_verdict
             return FrameScore(index, time_s, residual, score, health, False, absorbed)
-        residual, score, features = self.score_one(x)
+        residual, score, features, outside = self._evaluate(x)
+        explanation = {}
+        if explain is True or (explain is not False and score >= explain):
+            explanation = {"residual_image": outside.reshape(self.frame_shape),
+                           "block_scores": self._block_scores(features[0])}
         warming_up = self.warmup_left_ > 0
         if warming_up:
             self.warmup_left_ -= 1
@@ -181,8 +195,9 @@ class SubspaceWindowDetector:
             self.learn_one(x, features)
         else:
             self._reject(x)
-        return FrameScore(index, time_s, residual, score, WARMUP if warming_up else OK,
-                          admitted, absorbed)
+        status = FROZEN if health == FROZEN else WARMUP if warming_up else OK
+        return FrameScore(index, time_s, residual, score, status, admitted, absorbed,
+                          **explanation)
 
     # -- the model ---------------------------------------------------------------------------
     def residual_image(self, x: np.ndarray) -> np.ndarray:
@@ -251,9 +266,8 @@ class SubspaceWindowDetector:
         floor = (ENERGY_FLOOR * self._unit_pixel) ** 2
         return 0.5 * np.log(np.maximum(means, floor)).ravel()
 
-    def _score(self, energies: np.ndarray, brightness: float) -> float:
-        if len(self.block_history_) < MIN_HISTORY:
-            return 0.0
+    def _statistics(self):
+        """Per-block median and spread of the normal frames, and their typical brightness."""
         if self._stats is None:
             history = np.array(self.block_history_)
             median = np.median(history, axis=0)
@@ -261,7 +275,19 @@ class SubspaceWindowDetector:
             upper = (np.quantile(history, UPPER_QUANTILE, axis=0) - median) / UPPER_QUANTILE_Z
             scale = np.maximum(np.maximum(spread, upper), LOG_SPREAD_FLOOR)
             self._stats = (median, scale, float(np.median(self.brightness_history_)))
-        median, scale, typical_brightness = self._stats
+        return self._stats
+
+    def _block_scores(self, energies: np.ndarray) -> np.ndarray:
+        """z-score of every block, as a (rows, cols) grid (zeros before statistics exist)."""
+        if len(self.block_history_) < MIN_HISTORY:
+            return np.zeros(self.grid[::-1])
+        median, scale, _ = self._statistics()
+        return ((energies - median) / scale).reshape(self.grid[::-1])
+
+    def _score(self, energies: np.ndarray, brightness: float) -> float:
+        if len(self.block_history_) < MIN_HISTORY:
+            return 0.0
+        median, scale, typical_brightness = self._statistics()
         block_score = float(np.max((energies - median) / scale))
         return max(block_score, abs(brightness - typical_brightness) / BRIGHTNESS_SCALE)
 

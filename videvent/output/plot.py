@@ -21,6 +21,14 @@ PADDING_COLOUR = "#ff9896"
 PROBLEM_COLOURS = {"blank": "#7f7f7f", "frozen": "#1f77b4", "corrupt": "#9467bd"}
 
 
+def residual_axis_top(residual: np.ndarray, status: np.ndarray) -> float:
+    """Top of a residual axis: the scored frames decide it, not the warm-up's first frames
+    (scored against a model of one or two frames, their residual is near 1)."""
+    scored = residual[status != "warmup"]
+    values = scored if scored.size else residual
+    return max(1e-3, float(values.max(initial=0.0)) * 1.15)
+
+
 def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, threshold: float,
                     threshold_low: float | None = None, title: str = "") -> plt.Figure:
     """A matplotlib figure of residual and score per frame with the events shaded."""
@@ -29,6 +37,7 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
                                          gridspec_kw={"height_ratios": [1, 1]})
     top.plot(frames, scores["residual"], color="black", linewidth=0.9)
     top.set_ylabel("residual")
+    top.set_ylim(0, residual_axis_top(scores["residual"], scores["status"]))
     bottom.plot(frames, scores["score"], color="#333333", linewidth=0.9, label="score")
     bottom.axhline(threshold, color=EVENT_COLOUR, linestyle="--", linewidth=1,
                    label=f"threshold {threshold:g}")

@@ -35,10 +35,11 @@ _GLOB_CHARS = re.compile(r"[*?[]")
 
 
 def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend: str = "auto",
-                fps: float | None = None) -> FrameSource:
+                fps: float | None = None, keep_colour: bool = False) -> FrameSource:
     """Open a video file, image folder, image pattern or glob, camera, or network stream.
 
-    colour: BGR frames instead of grey. fps: the frame rate of image sequences (default 25);
+    colour: BGR frames instead of grey. keep_colour: also give each frame's BGR picture in
+    `Frame.colour`, leaving `Frame.image` as it would be otherwise. fps: the frame rate of image sequences (default 25);
     for videos, cameras and streams, used only when the source reports no rate.
     Raises SourceError, with a one-line message, when the source cannot be opened or yields
     no frame.
@@ -47,7 +48,7 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
         raise SourceError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if fps is not None and not fps > 0:
         raise SourceError(f"fps must be > 0, got {fps}")
-    options = {"colour": colour, "fps": fps}
+    options = {"colour": colour, "fps": fps, "keep_colour": keep_colour}
 
     if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
         camera = int(spec)

@@ -30,6 +30,9 @@ class Frame:
     index: int
     time_s: float
     image: np.ndarray | None
+    # The BGR picture as well, when the source was opened with keep_colour=True (for drawing
+    # on, while `image` stays exactly what a grey source would have given the detector).
+    colour: np.ndarray | None = None
 
 
 class SourceError(ValueError):

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import cv2
+import numpy as np
 
 from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, check_range, usable_fps
 
@@ -72,13 +73,14 @@ class ImageSequenceSource(FrameSource):
     is_live = False
 
     def __init__(self, paths: Sequence[str], *, uri: str, name: str, colour: bool = False,
-                 fps: float | None = None) -> None:
+                 fps: float | None = None, keep_colour: bool = False) -> None:
         self.uri = uri
         self.name = name
         self.fps = usable_fps(fps) or DEFAULT_FPS
         self.frame_count = len(paths)
         self._paths = list(paths)
         self._flags = cv2.IMREAD_COLOR if colour else cv2.IMREAD_GRAYSCALE
+        self._keep_colour = keep_colour
         self._closed = False
         # The first readable image sets the frame size.
         for path in self._paths:
@@ -100,10 +102,17 @@ class ImageSequenceSource(FrameSource):
         self._closed = True
 
     def _read(self, index: int) -> Frame:
-        image = cv2.imread(self._paths[index], self._flags)
+        image = self._load(index, self._flags)
+        # Read again in colour rather than convert: decoders give grey their own way (JPEG's
+        # luma channel), and the detector must see what a grey source gives it.
+        kept = self._load(index, cv2.IMREAD_COLOR) if self._keep_colour else None
+        return Frame(index, index / self.fps, image, kept)
+
+    def _load(self, index: int, flags: int) -> np.ndarray | None:
+        image = cv2.imread(self._paths[index], flags)
         if image is not None and image.shape[:2] != (self.height, self.width):
             image = cv2.resize(image, (self.width, self.height), interpolation=cv2.INTER_AREA)
-        return Frame(index, index / self.fps, image)
+        return image
 
 
 def sequence_name(spec: str) -> str:

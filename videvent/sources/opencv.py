@@ -31,12 +31,13 @@ class OpenCVSource(FrameSource):
 
     def __init__(self, target: str | int, *, name: str, colour: bool = False,
                  fps: float | None = None, is_live: bool = False,
-                 fixed_rate: bool = False) -> None:
+                 fixed_rate: bool = False, keep_colour: bool = False) -> None:
         self.uri = str(target)
         self.name = name
         self.is_live = is_live
         self._target = target
         self._colour = colour
+        self._keep_colour = keep_colour
         self._closed = False
         self._capture = self._open_capture()
         reported_fps = usable_fps(self._capture.get(cv2.CAP_PROP_FPS))
@@ -111,8 +112,9 @@ class OpenCVSource(FrameSource):
             if image is None:  # the capture's clock already shows the next frame
                 yield Frame(index, index / self.fps, None)
             else:
+                kept = _bgr(image) if self._keep_colour else None
                 image = _bgr(image) if self._colour else _grey(image)
-                yield Frame(index, self._time(index), image)
+                yield Frame(index, self._time(index), image, kept)
 
     def _seek(self, start: int) -> None:
         """Put the capture at frame `start`, or at frame 0 when it cannot seek (then frames()

@@ -44,10 +44,11 @@ class PyAVSource(FrameSource):
     is_live = False
 
     def __init__(self, path: str | os.PathLike, *, colour: bool = False,
-                 fps: float | None = None) -> None:
+                 fps: float | None = None, keep_colour: bool = False) -> None:
         self.uri = os.fspath(path)
         self.name = Path(self.uri).stem
         self._colour = colour
+        self._keep_colour = keep_colour
         self._closed = False
         with self._open() as container:
             stream = container.streams.best("video")
@@ -95,8 +96,12 @@ class PyAVSource(FrameSource):
                 if end is not None and index >= end:
                     break
                 if index >= start:
-                    image = None if frame is None else self._image(frame, reformatter)
-                    yield Frame(index, self._time(pts, index), image)
+                    image = kept = None
+                    if frame is not None:
+                        image = self._image(frame, reformatter)
+                        if self._keep_colour:
+                            kept = reformatter.reformat(frame, format="bgr24").to_ndarray()
+                    yield Frame(index, self._time(pts, index), image, kept)
                 index += 1
         finally:
             container.close()

@@ -1,0 +1,156 @@
+"""Seeing the result: annotated video, boxes, event clips and the HTML report, end to end."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from conftest import run_cli, sample
+from videvent import synthetic
+from videvent.output.video import VideoWriter
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def run_ok(*args):
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def decode(path):
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        frames = sum(1 for _ in container.decode(stream))
+        return stream.codec_context.name, frames, stream.width, stream.height, \
+            float(stream.average_rate), stream.pix_fmt
+
+
+def test_annotated_video_has_the_inputs_frames_size_and_rate(tmp_path):
+    path, truth = sample("walker")
+    out = tmp_path / "result"
+    result = run_ok("run", path, "-d", out, "--export-video")
+    assert "annotated.mp4" in result.stdout
+    codec, frames, width, height, rate, pix_fmt = decode(out / "annotated.mp4")
+    assert (codec, pix_fmt) == ("h264", "yuv420p")
+    assert (frames, width, height) == (truth["frame_count"], truth["width"], truth["height"])
+    assert rate == pytest.approx(truth["fps"])
+    assert not list(out.glob(".*partial*"))
+
+
+def iou(a, b):
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    w = max(0, min(ax + aw, bx + bw) - max(ax, bx))
+    h = max(0, min(ay + ah, by + bh) - max(ay, by))
+    return w * h / (aw * ah + bw * bh - w * h)
+
+
+def test_the_largest_box_follows_a_moving_square(tmp_path):
+    clip = synthetic.moving_square_scene(frame_count=150)
+    first_with_square = 90
+    video = tmp_path / "square.mp4"
+    writer = VideoWriter(video, *clip.size, clip.fps)
+    for index in range(clip.frame_count):
+        writer.write(clip.frame(index) if index >= first_with_square
+                     else clip.background_frame(index))
+    writer.close()
+    out = tmp_path / "result"
+    run_ok("run", video, "-d", out, "--export-video", "-q")
+    rows = np.genfromtxt(out / "regions.csv", delimiter=",", names=True, dtype=int)
+    largest = {int(r["frame"]): (r["x"], r["y"], r["width"], r["height"])
+               for r in np.atleast_1d(rows) if r["rank"] == 1}
+    flagged = json.loads((out / "events.json").read_text())["events"]
+    event_frames = [f for e in flagged for f in range(e["core_start_frame"], e["core_end_frame"] + 1)]
+    assert len(event_frames) >= 50 and min(event_frames) >= first_with_square - 1
+    for frame in event_frames:
+        assert frame in largest, f"no box on event frame {frame}"
+        assert iou(largest[frame], clip.boxes[frame]) >= 0.5, (frame, largest[frame],
+                                                               clip.boxes[frame])
+
+
+def test_event_clips_cover_each_event_with_its_padding(tmp_path):
+    path, _ = sample("walker")
+    out = tmp_path / "result"
+    run_ok("run", path, "-d", out, "--export-clips", "--clip-template", "{video}-{n}.mp4")
+    events = json.loads((out / "events.json").read_text())["events"]
+    assert events
+    for event in events:
+        codec, frames, *_ = decode(out / f"walker-{event['number']}.mp4")
+        assert codec == "h264" and frames == event["end_frame"] - event["start_frame"] + 1
+
+
+def test_export_from_a_result_folder_and_when_its_source_is_gone(tmp_path):
+    path, truth = sample("walker")
+    copy = tmp_path / "clip.mp4"
+    shutil.copy(path, copy)
+    out = tmp_path / "result"
+    run_ok("run", copy, "-d", out, "-q")
+    run_ok("export", out, "-q")
+    assert decode(out / "annotated.mp4")[1] == truth["frame_count"]
+    copy.unlink()
+    result = run_cli("export", out)
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0 and "gone" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_cli("export", tmp_path / "nothing-here")
+    assert result.returncode == 1 and "not a videvent result folder" in result.stderr
+
+
+def test_report_rerenders_from_the_folder_without_the_video(tmp_path):
+    path, _ = sample("walker")
+    copy = tmp_path / "clip.mp4"
+    shutil.copy(path, copy)
+    out = tmp_path / "result"
+    run_ok("run", copy, "-d", out, "-q", "--compare", "pca,sncp")
+    (out / "report.html").unlink()
+    copy.unlink()
+    run_ok("report", out)
+    page = (out / "report.html").read_text()
+    assert "Methods side by side" in page and "data:image/jpeg;base64," in page
+    assert page.count("<img") >= 3  # plot, comparison panels, one thumbnail per event
+
+
+BROWSER_CHECK = r"""
+import json, sys
+from playwright.sync_api import sync_playwright
+page_url, shot, chromium = sys.argv[1:4]
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path=chromium, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"])
+    page = browser.new_page(viewport={"width": 1200, "height": 1600})
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(page_url, wait_until="load")
+    images = page.eval_on_selector_all(
+        "img", "els => els.map(e => [e.complete, e.naturalWidth, e.alt])")
+    page.screenshot(path=shot, full_page=True)
+    browser.close()
+print(json.dumps({"errors": errors, "images": images}))
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_report_opens_in_a_real_browser(tmp_path):
+    pytest.importorskip("playwright")
+    path, _ = sample("walker")
+    out = tmp_path / "result"
+    run_ok("run", path, "-d", out, "--export-video", "--compare", "pca,ancp,sncp,cop", "-q")
+    shot = tmp_path / "shot.png"
+    check = subprocess.run([sys.executable, "-c", BROWSER_CHECK, (out / "report.html").as_uri(),
+                            str(shot), CHROMIUM], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr[-2000:]
+    found = json.loads(check.stdout.strip().splitlines()[-1])
+    assert found["errors"] == []
+    assert len(found["images"]) >= 3
+    assert all(complete and width > 0 for complete, width, _ in found["images"]), found["images"]
+    import cv2
+    picture = cv2.imread(str(shot))
+    assert picture is not None and picture.std() > 20  # not a blank page

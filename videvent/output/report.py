@@ -1,0 +1,181 @@
+"""``report.html``: one self-contained page a person can open offline and share.
+
+Built from the result folder alone (``events.json``, ``scores.csv``, ``thumbnails/``,
+``compare.csv``, ``annotated.mp4``), so ``videvent report DIR`` re-renders it without
+decoding the video again. Images are inlined as base64; the annotated video, when there is
+one, is linked beside the page rather than inlined (it can be large).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..timecode import format_timecode
+from .events_json import read_events
+from .plot import residual_axis_top, residual_figure, write_residual_plot
+from .scores_csv import read_scores
+
+REPORT_NAME = "report.html"
+
+
+def write_plot(folder: str | os.PathLike) -> None:
+    """``residuals.png`` of the result folder, from its scores and events."""
+    folder = Path(folder)
+    document = read_events(folder / "events.json")
+    settings = document["settings"]
+    write_residual_plot(folder / "residuals.png", read_scores(folder / "scores.csv"),
+                        document["events"], threshold=settings["threshold"],
+                        threshold_low=settings["threshold_low"],
+                        title=_plot_title(document))
+
+
+def _plot_title(document: dict) -> str:
+    settings = document["settings"]
+    return (f"{document['source']['name']}: residual per frame "
+            f"({settings['method'].upper()}, rank {settings['rank']})")
+
+
+def _png_data(figure) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    try:
+        figure.savefig(buffer, format="png", dpi=100)
+    finally:
+        plt.close(figure)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def compare_figure(folder: Path, events: list[dict], status: np.ndarray):
+    """The paper's side-by-side panels: residual per frame of each method, events shaded."""
+    import matplotlib.pyplot as plt
+
+    table = np.atleast_1d(np.genfromtxt(folder / "compare.csv", delimiter=",", names=True))
+    methods = [name[len("residual_"):] for name in table.dtype.names if name != "frame"]
+    columns = 2 if len(methods) > 1 else 1
+    rows = -(-len(methods) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(5 * columns, 2.6 * rows), squeeze=False)
+    for axis, method in zip(axes.ravel(), methods):
+        axis.plot(table["frame"], table[f"residual_{method}"], color="black", linewidth=0.8)
+        for event in events:
+            axis.axvspan(event["core_start_frame"] - 0.5, event["core_end_frame"] + 0.5,
+                         color="#d62728", alpha=0.25, linewidth=0)
+        axis.set_ylim(0, residual_axis_top(table[f"residual_{method}"], status))
+        axis.set_title(method.upper())
+        axis.set_xlabel("frame")
+        axis.set_ylabel("residual")
+    for axis in axes.ravel()[len(methods):]:
+        axis.set_visible(False)
+    figure.tight_layout()
+    return figure
+
+
+def _image_data(path: Path) -> str:
+    kind = "jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "png"
+    return f"data:image/{kind};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _row(cells) -> str:
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def render_report(folder: str | os.PathLike) -> str:
+    folder = Path(folder)
+    document = read_events(folder / "events.json")
+    scores = read_scores(folder / "scores.csv")
+    source, settings, events = document["source"], document["settings"], document["events"]
+    escape = html.escape
+    duration = float(scores["time_s"][-1] - scores["time_s"][0]) if len(scores["frame"]) else 0
+    figure = residual_figure(scores, events, threshold=settings["threshold"],
+                             threshold_low=settings["threshold_low"], title=_plot_title(document))
+    parts = [f"<h1>videvent report: {escape(source['name'])}</h1>",
+             "<table class='facts'>",
+             _row(["source", escape(str(source["uri"]))]),
+             _row(["frames scanned", f"{document['frames_read']} (from frame "
+                                     f"{source['first_frame']})"]),
+             _row(["duration", f"{format_timecode(duration)} ({duration:.2f} s)"]),
+             _row(["size, frame rate", f"{source['width']}x{source['height']}, "
+                                       f"{source['fps']:g} fps"]),
+             _row(["events", str(len(events))]),
+             _row(["videvent", escape(str(document.get("videvent_version", "")))]),
+             "</table>",
+             "<h2>Residual per frame</h2>",
+             f"<img class='plot' alt='residual and score per frame' src='{_png_data(figure)}'>"]
+    notes = []
+    for absorbed in document["absorbed"]:
+        notes.append(f"A lasting change was absorbed into the background at "
+                     f"{absorbed['timecode']} (frame {absorbed['frame']}).")
+    for problem in document["frame_problems"]:
+        notes.append(f"{problem['status'].capitalize()} frames {problem['start_frame']}–"
+                     f"{problem['end_frame']} ({format_timecode(problem['start_time_s'])}).")
+    if notes:
+        parts.append("<ul class='notes'>" + "".join(f"<li>{escape(n)}</li>" for n in notes)
+                     + "</ul>")
+    parts.append("<h2>Events</h2>")
+    if events:
+        parts.append("<table class='events'><tr><th>#</th><th>start</th><th>end</th>"
+                     "<th>duration</th><th>frames</th><th>peak score</th><th>peak frame</th></tr>")
+        for event in events:
+            thumbnail = folder / "thumbnails" / f"event{event['number']:03d}.jpg"
+            picture = (f"<img class='thumb' alt='event {event['number']} peak' "
+                       f"src='{_image_data(thumbnail)}'>" if thumbnail.is_file() else "")
+            note = " (lasting change, absorbed)" if event["absorbed"] else ""
+            parts.append(_row([event["number"], event["start_timecode"], event["end_timecode"],
+                               f"{event['duration_s']:.2f} s", f"{event['start_frame']}–"
+                               f"{event['end_frame']}", f"{event['peak_score']:.1f}{note}",
+                               f"{event['peak_frame']}<br>{picture}"]))
+        parts.append("</table>")
+    else:
+        parts.append("<p>No events.</p>")
+    if (folder / "compare.csv").is_file():
+        parts += ["<h2>Methods side by side</h2>",
+                  f"<img class='plot' alt='residual per frame of each method' "
+                  f"src='{_png_data(compare_figure(folder, events, scores['status']))}'>"]
+    if (folder / "annotated.mp4").is_file():
+        parts += ["<h2>Annotated video</h2>",
+                  "<video controls preload='metadata' src='annotated.mp4'></video>"]
+    parts += ["<h2>Settings</h2>", "<table class='facts'>"]
+    parts += [_row([escape(key), escape(str(value))]) for key, value in settings.items()]
+    parts.append("</table>")
+    return PAGE.format(title=escape(f"videvent: {source['name']}"), body="\n".join(parts))
+
+
+def write_report(folder: str | os.PathLike) -> Path:
+    """(Re)write ``report.html`` in the result folder, atomically."""
+    folder = Path(folder)
+    target = folder / REPORT_NAME
+    temporary = folder / f".{REPORT_NAME}.partial"
+    temporary.write_text(render_report(folder), encoding="utf-8")
+    os.replace(temporary, target)
+    return target
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
+        padding: 0 1em; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; }}
+td, th {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: left;
+          vertical-align: top; }}
+img.plot {{ max-width: 100%; }}
+img.thumb {{ width: 320px; margin-top: 0.3em; }}
+video {{ max-width: 100%; }}
+.notes li {{ color: #555; }}
+</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
