@@ -116,7 +116,9 @@ def test_outputs_are_complete_and_described(tmp_path):
     assert event["start_timecode"].count(":") == 2 and "." in event["start_timecode"]
     png = (out / "residuals.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    assert sorted(p.name for p in out.iterdir()) == ["events.json", "residuals.png", "scores.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["events.json", "report.html",
+                                                     "residuals.png", "scores.csv", "thumbnails"]
+    assert [p.name for p in (out / "thumbnails").iterdir()] == ["event001.jpg"]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
 
@@ -178,11 +180,14 @@ def test_a_failed_rerun_leaves_earlier_results_untouched(tmp_path):
     path, _ = sample("walker")
     out = tmp_path / "result"
     assert run_cli("run", path, "-d", out, "-q").returncode == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    def contents():
+        return {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    before = contents()
     bad = tmp_path / "bad.mp4"
     bad.write_text("garbage")
     assert run_cli("run", bad, "-d", out, "-q").returncode == 1
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert contents() == before
 
 
 @pytest.mark.parametrize("options", [
@@ -202,3 +207,15 @@ def test_unknown_config_key_is_a_usage_error(tmp_path):
     config.write_text("treshold = 3\n")
     result = run_cli("run", sample("walker")[0], "-c", config)
     assert result.returncode == 2 and "unknown setting 'treshold'" in result.stderr
+
+
+def test_a_rerun_replaces_every_earlier_result(tmp_path):
+    path, _ = sample("walker")
+    out = tmp_path / "result"
+    assert run_cli("run", path, "-d", out, "-q", "--compare", "pca,sncp").returncode == 0
+    assert (out / "compare.csv").is_file()
+    result = run_cli("run", path, "-d", out, "-q", "--start-time", "250")
+    assert result.returncode == 0, result.stderr
+    assert not (out / "compare.csv").exists()       # from the first run: gone
+    assert list((out / "thumbnails").iterdir()) == []  # no events after frame 250
+    assert json.loads((out / "events.json").read_text())["events"] == []

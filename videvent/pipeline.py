@@ -35,6 +35,10 @@ from .timecode import format_timecode
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
 THUMBNAIL_WIDTH = 320
+# Everything a run or an export writes into a result folder (event clips aside, whose names
+# the user chooses): a new run replaces all of them, so nothing stale stays beside it.
+RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
+                "compare.csv", "annotated.mp4", "regions.csv")
 _END = object()
 
 
@@ -335,7 +339,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
         if on_start is not None:
             on_start(source)
         destination = Path(out_dir) if out_dir is not None else default_out_dir(spec)
-        with ResultFolder(destination) as folder:
+        with ResultFolder(destination, replaces=RESULT_FILES) as folder:
             result = scan(source, settings, folder, compare=compare, progress=progress)
             write_events(folder.path("events.json"), result.to_dict())
             if plot:

@@ -16,8 +16,9 @@ from pathlib import Path
 class ResultFolder:
     """Stage files for ``destination``; ``commit()`` moves them in, ``discard()`` drops them."""
 
-    def __init__(self, destination: str | os.PathLike):
+    def __init__(self, destination: str | os.PathLike, replaces: tuple[str, ...] = ()):
         self.destination = Path(destination)
+        self.replaces = replaces
         parent = self.destination.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -34,10 +35,23 @@ class ResultFolder:
         """Where to write ``filename`` while the run is under way."""
         return self.staging / filename
 
-    def commit(self) -> Path:
+    def commit(self, replaces: tuple[str, ...] = ()) -> Path:
+        """Move the staged files in; files named in ``replaces`` that this run did not write
+        are removed, so no result of an earlier run is left beside the new ones."""
         self.destination.mkdir(parents=True, exist_ok=True)
-        for item in sorted(self.staging.iterdir()):
-            os.replace(item, self.destination / item.name)
+        staged = {item.name for item in self.staging.iterdir()}
+        for name in sorted(staged | set(replaces)):
+            target = self.destination / name
+            old = None
+            if target.is_dir():  # os.replace cannot replace a folder: move it aside first
+                old = target.with_name(f".{name}.old-{os.getpid()}")
+                os.replace(target, old)
+            elif name not in staged and target.exists():
+                target.unlink()
+            if name in staged:
+                os.replace(self.staging / name, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
         self.staging.rmdir()
         return self.destination
 
@@ -49,6 +63,6 @@ class ResultFolder:
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         if exc_type is None:
-            self.commit()
+            self.commit(self.replaces)
         else:
             self.discard()
