@@ -92,8 +92,12 @@ def render_report(folder: str | os.PathLike) -> str:
     source, settings, events = document["source"], document["settings"], document["events"]
     escape = html.escape
     duration = float(scores["time_s"][-1] - scores["time_s"][0]) if len(scores["frame"]) else 0
-    figure = residual_figure(scores, events, threshold=settings["threshold"],
-                             threshold_low=settings["threshold_low"], title=_plot_title(document))
+    if (folder / "residuals.png").is_file():  # drawn moments ago: no need to draw it twice
+        plot = _image_data(folder / "residuals.png")
+    else:
+        plot = _png_data(residual_figure(scores, events, threshold=settings["threshold"],
+                                         threshold_low=settings["threshold_low"],
+                                         title=_plot_title(document)))
     parts = [f"<h1>videvent report: {escape(source['name'])}</h1>",
              "<table class='facts'>",
              _row(["source", escape(str(source["uri"]))]),
@@ -106,7 +110,7 @@ def render_report(folder: str | os.PathLike) -> str:
              _row(["videvent", escape(str(document.get("videvent_version", "")))]),
              "</table>",
              "<h2>Residual per frame</h2>",
-             f"<img class='plot' alt='residual and score per frame' src='{_png_data(figure)}'>"]
+             f"<img class='plot' alt='residual and score per frame' src='{plot}'>"]
     notes = []
     for absorbed in document["absorbed"]:
         notes.append(f"A lasting change was absorbed into the background at "
