@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -151,9 +151,18 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
                 build_detector(settings, shape, source.fps))
 
 
-def score_frames(run: Pass, *, explain: bool | float = False
+def score_frames(run: Pass, *, explain: bool | float = False,
+                 decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
                  ) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
-    """(frame, working vector, verdict) for every frame of the pass, in order."""
+    """(frame, working vector, verdict) for every frame of the pass, in order.
+
+    ``decoded``: (frame, working vector) pairs of the pass already decoded and preprocessed
+    elsewhere (``videvent batch`` decodes the chunks of a long video in parallel); they are
+    scored instead of decoding ``run.source``.
+    """
+    if decoded is not None:
+        yield from _score_decoded(run, decoded, explain)
+        return
     frames_in: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
     stop = threading.Event()
     reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
@@ -183,7 +192,7 @@ def score_frames(run: Pass, *, explain: bool | float = False
         reader.join(timeout=5)
 
 
-class _ProblemRuns:
+class ProblemRuns:
     """Runs of blank, frozen or corrupt frames, for events.json and the report."""
 
     def __init__(self):
@@ -205,7 +214,7 @@ class _ProblemRuns:
                 run["end_frame"], run["end_time_s"] = score.index, score.time_s
 
 
-class _PeakFrames:
+class PeakFrames:
     """The highest-scoring frame of each stretch of unusual frames, until its event is done.
 
     Only these few frames (a stretch's best so far) are kept, so the thumbnails of the peaks
@@ -224,7 +233,9 @@ class _PeakFrames:
             if self._current is not None:
                 del self.best[self._current]
             self._current = score.index
-            self.best[score.index] = (score.score, frame.image.copy(), score)
+            # Pre-decoded frames carry no picture: the peak is decoded again when needed.
+            image = None if frame.image is None else frame.image.copy()
+            self.best[score.index] = (score.score, image, score)
 
     def take(self, event: Event) -> tuple[np.ndarray, FrameScore] | None:
         found = self.best.get(event.peak_frame)
@@ -252,8 +263,14 @@ def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level:
 
 def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
          compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
-         on_event: Callable[[Event], None] | None = None) -> RunResult:
-    """Run the detector over ``source``, writing scores, thumbnails (and comparisons)."""
+         on_event: Callable[[Event], None] | None = None,
+         decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None) -> RunResult:
+    """Run the detector over ``source``, writing scores, thumbnails (and comparisons).
+
+    ``decoded``: the pass's (frame, working vector) pairs, decoded elsewhere (see
+    ``score_frames``); their frames may carry no picture, and an event's peak frame is then
+    decoded again from ``source`` for its thumbnail.
+    """
     run = prepare_pass(source, settings)
     segmenter = build_segmenter(settings, source.fps)
     writer = ScoresWriter(folder.path("scores.csv"))
@@ -265,8 +282,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     if compare_rows:
         compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
     pending: deque[FrameScore] = deque()
-    problems = _ProblemRuns()
-    peaks = _PeakFrames()
+    problems = ProblemRuns()
+    peaks = PeakFrames()
     absorbed: list[dict] = []
     frames_read = 0
 
@@ -275,6 +292,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
             writer.write(pending.popleft(), decision.flagged, decision.event_number)
         for event in segmenter.pop_completed():
             peak = peaks.take(event)
+            if peak is not None and peak[0] is None:
+                peak = (_picture(source, event.peak_frame), peak[1])
             if peak is not None:
                 write_thumbnail(thumbnails / f"event{event.number:03d}.jpg", *peak,
                                 settings.threshold_low)
@@ -282,7 +301,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                 on_event(event)
 
     try:
-        for frame, vector, frame_score in score_frames(run, explain=settings.threshold_low):
+        for frame, vector, frame_score in score_frames(run, explain=settings.threshold_low,
+                                                       decoded=decoded):
             if frame_score.absorbed:
                 absorbed.append({"frame": frame.index, "time_s": frame.time_s,
                                  "timecode": format_timecode(frame.time_s)})
@@ -321,6 +341,14 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
                      frame_problems=problems.runs, compare=list(compare))
+
+
+def _picture(source: FrameSource, index: int) -> np.ndarray:
+    """The picture of one frame, decoded again (for a thumbnail of pre-decoded frames)."""
+    for frame in source.frames(index, index + 1):
+        if frame.image is not None:
+            return frame.image
+    raise ValueError(f"frame {index} of '{source.uri}' cannot be decoded again")
 
 
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,

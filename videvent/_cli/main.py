@@ -229,6 +229,74 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
             click.echo(f"Wrote {os.fspath(path)}")
 
 
+@cli.command()
+@click.argument("source")
+@click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
+              default=None, help="Result folder (default: watch-<name>-<date-time>).")
+@click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
+@click.option("--json", "json_lines", is_flag=True,
+              help="One JSON line per event start, update and end (and source lost/back) "
+                   "on stdout.")
+@click.option("--on-event", "command", default=None, metavar="CMD",
+              help="Run CMD for every alert, with its fields as VIDEVENT_* variables.")
+@click.option("--webhook", default=None, metavar="URL", help="POST every alert as JSON.")
+@click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
+@click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
+@click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
+              help="Give up after this many failed reconnections in a row.")
+@click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
+@click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
+@run_options
+def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
+          command: str | None, webhook: str | None, show: bool, no_clips: bool,
+          max_reconnects: int, max_frames: int | None, quiet: bool,
+          **options) -> None:
+    """Watch SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file.
+
+    Writes what `run` writes, as it goes, plus alerts.jsonl and a clip per event. Ctrl-C (or
+    SIGTERM) stops cleanly: the event under way is closed and every file is complete.
+    -dt/--duration (e.g. 10m as 600s, or 00:10:00) and --max-frames stop it on their own.
+    """
+    import signal
+    import time
+
+    from ..live import LiveMonitor
+
+    settings = settings_from(options)
+    if out_dir is None:
+        name = Path(source).stem if not source.isdigit() else f"camera{source}"
+        out_dir = f"watch-{name or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+    interactive = not quiet and sys.stderr.isatty()
+
+    def status(summary) -> None:
+        if interactive:
+            click.echo(f"\r{summary.frames} frames | latency {summary.latency_ms(0.5):.0f} ms "
+                       f"(p99 {summary.latency_ms(0.99):.0f}) | dropped {summary.dropped} | "
+                       f"events {summary.events}   ", err=True, nl=False)
+
+    try:
+        monitor = LiveMonitor(source, settings, out_dir, realtime=realtime,
+                              max_reconnects=max_reconnects, max_frames=max_frames, clips=not no_clips, show=show,
+                              alerts={"json_lines": json_lines, "command": command,
+                                      "webhook": webhook}, status=status)
+    except ValueError as error:
+        raise _bad_input(error) from None
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, lambda *_: monitor.stop())
+    summary = monitor.run()
+    if interactive:
+        click.echo("", err=True)
+    if not quiet:
+        click.echo(f"{summary.frames} frames watched, {summary.events} event"
+                   f"{'' if summary.events == 1 else 's'}, {summary.dropped} dropped, "
+                   f"{summary.reconnects} reconnection(s); capture-to-score latency "
+                   f"{summary.latency_ms(0.5):.1f} ms median, {summary.latency_ms(0.99):.1f} ms "
+                   f"p99. Results in {out_dir}", err=True)
+    if summary.gave_up:
+        raise BadInput(f"the source was lost and did not come back after {max_reconnects} "
+                       "reconnection attempts")
+
+
 @cli.command("export")
 @click.argument("result_dir", type=click.Path(file_okay=False))
 @click.option("--video/--no-video", default=True, show_default=True,
@@ -309,3 +377,6 @@ def main() -> None:
             raise
         click.echo(f"videvent: internal error: {type(error).__name__}: {error}", err=True)
         sys.exit(1)
+
+
+from .batch import batch_command; cli.add_command(batch_command)  # noqa: E402,E702 - at the end: batch imports from here

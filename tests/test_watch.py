@@ -1,0 +1,196 @@
+"""``videvent watch`` on a real live stream served by ffmpeg on 127.0.0.1 (loopback only)."""
+
+import http.server
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, sample
+from videvent.output import read_scores
+
+FFMPEG = shutil.which("ffmpeg")
+pytestmark = pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed "
+                                                       "(.ci/run installs Debian's)")
+# The walker clip from 8 s on (a keyframe): the person appears 61 frames (4.07 s) into the
+# stream, after the detector's warm-up (50 frames).
+STREAM_FROM_S = 8
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(port: int) -> subprocess.Popen:
+    """ffmpeg plays the clip at its real pace as an MPEG-TS stream over HTTP, one client."""
+    path, _ = sample("walker")
+    return subprocess.Popen([FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S),
+                             "-i", str(path), "-c", "copy", "-f", "mpegts", "-listen", "1",
+                             f"http://127.0.0.1:{port}"], stdin=subprocess.DEVNULL)
+
+
+def stream_event_start_s() -> float:
+    _, truth = sample("walker")
+    return truth["event_frames"][0][0] / truth["fps"] - STREAM_FROM_S
+
+
+class Watch:
+    """A running ``videvent watch --json``, its alerts collected as they arrive."""
+
+    def __init__(self, url, out, *extra):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "videvent", "watch", url, "-d", str(out), "--json", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        self.alerts: list[dict] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            alert = json.loads(line)
+            alert["received"] = time.time()
+            self.alerts.append(alert)
+
+    def wait_for(self, kind, timeout, **fields):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for alert in self.alerts:
+                if alert["type"] == kind and all(alert.get(k) == v for k, v in fields.items()):
+                    return alert
+            if self.process.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no {kind} alert {fields} within {timeout} s: {self.alerts}\n"
+                             f"{self.process.stderr.read() if self.process.poll() is not None else ''}")
+
+    def finish(self, timeout=30):
+        code = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return code
+
+
+@pytest.fixture
+def server():
+    started = []
+
+    def start(port):
+        process = serve(port)
+        started.append(process)
+        time.sleep(0.3)  # ffmpeg is listening by then
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def test_events_are_reported_within_a_second_of_their_start_in_the_stream(tmp_path, server):
+    port = free_port()
+    server(port)
+    watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0")
+    session = watch.wait_for("session_start", 30)
+    start = watch.wait_for("start", 30, event=1)
+    # ffmpeg starts the stream when the client connects, i.e. as the session starts.
+    assert start["wall_time"] - session["wall_time"] <= stream_event_start_s() + 1.0
+    # and it is the right moment of the stream: the frame the person appears in, give or take
+    # a second (frames are numbered as they arrive; none were dropped)
+    _, truth = sample("walker")
+    assert abs(start["frame"] - stream_event_start_s() * truth["fps"]) <= truth["fps"]
+    watch.wait_for("end", 30, event=1)
+    watch.finish()
+    events = json.loads((tmp_path / "live" / "events.json").read_text())
+    assert len(events["events"]) == 1 and events["session"]["latency_ms_p99"] < 1000
+
+
+def test_a_lost_stream_is_reported_reconnected_and_detection_goes_on(tmp_path, server):
+    port = free_port()
+    first = server(port)
+    watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "20")
+    watch.wait_for("session_start", 30)
+    time.sleep(2.5)
+    first.kill()          # the camera goes away mid-stream, before the person appears
+    watch.wait_for("source_lost", 15)
+    time.sleep(1.0)
+    server(port)          # and comes back: the clip again, from 8 s
+    watch.wait_for("source_back", 20)
+    watch.wait_for("start", 30, event=1)
+    watch.wait_for("end", 30, event=1)
+    watch.process.send_signal(signal.SIGINT)
+    assert watch.finish() == 0
+    events = json.loads((tmp_path / "live" / "events.json").read_text())
+    assert [e["type"] for e in events["source_events"]][:2] == ["source_lost", "source_back"]
+    assert len(events["events"]) == 1
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 - the http.server API
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.received.append(json.loads(body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_webhook_gets_each_events_start_and_end(tmp_path, server):
+    Receiver.received = []
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    port = free_port()
+    server(port)
+    try:
+        watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0",
+                      "--webhook", f"http://127.0.0.1:{receiver.server_port}/alerts")
+        watch.wait_for("end", 40, event=1)
+        watch.finish()
+    finally:
+        receiver.shutdown()
+    kinds = [(a["type"], a.get("event")) for a in Receiver.received]
+    assert ("start", 1) in kinds and ("end", 1) in kinds
+
+
+def test_a_webhook_that_never_answers_does_not_stall_detection(tmp_path, server):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # accepts connections, never answers
+    port = free_port()
+    server(port)
+    try:
+        watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0",
+                      "--webhook", f"http://127.0.0.1:{silent.getsockname()[1]}/")
+        session = watch.wait_for("session_start", 30)
+        start = watch.wait_for("start", 30, event=1)
+        assert start["wall_time"] - session["wall_time"] <= stream_event_start_s() + 1.0
+        watch.wait_for("end", 30, event=1)
+        watch.finish()
+    finally:
+        silent.close()
+
+
+def test_sigint_stops_cleanly_with_complete_files(tmp_path, server):
+    port = free_port()
+    server(port)
+    out = tmp_path / "live"
+    watch = Watch(f"http://127.0.0.1:{port}", out, "--max-reconnects", "0")
+    watch.wait_for("start", 30, event=1)
+    watch.process.send_signal(signal.SIGINT)   # in the middle of the event
+    assert watch.finish() == 0
+    events = json.loads((out / "events.json").read_text())
+    [event] = events["events"]
+    assert event["core_end_frame"] >= event["core_start_frame"]
+    scores = read_scores(out / "scores.csv")
+    assert len(scores["frame"]) == events["frames_read"] > 0
+    assert (out / "report.html").is_file() and (out / "residuals.png").is_file()
+    assert [a["type"] for a in watch.alerts].count("end") == 1
