@@ -154,7 +154,7 @@ class LiveMonitor:
                 source.close()
                 if self._stop.is_set() or not source.is_live:
                     break
-                buffer.put(("lost", index, time.monotonic() - started))
+                buffer.put(("lost", index, time.monotonic() - started), wait=self._stop)
                 source = None
                 while source is None and not self._stop.is_set():
                     if (self.max_reconnects is not None
@@ -169,9 +169,10 @@ class LiveMonitor:
                     except SourceError:
                         continue
                     backoff = FIRST_BACKOFF_S
-                    buffer.put(("back", index, time.monotonic() - started))
+                    buffer.put(("back", index, time.monotonic() - started), wait=self._stop)
         finally:
-            buffer.put(("end", index, time.monotonic() - started))
+            # Markers wait for room rather than evict a frame (unless the session is stopping).
+            buffer.put(("end", index, time.monotonic() - started), wait=self._stop)
 
     # -- the session -----------------------------------------------------------------------
     def run(self) -> SessionSummary:
