@@ -62,6 +62,12 @@ class FrameSource(ABC):
     def close(self) -> None:
         """Release the file, device or connection; further `frames()` calls raise ValueError."""
 
+    def _check_pass(self, start: int, end: int | None) -> None:
+        """What every frames() call checks first: a sane range, on a source still open."""
+        check_range(start, end)
+        if getattr(self, "_closed", False):
+            raise ValueError(f"source {self.name!r} is closed")
+
     def __enter__(self) -> FrameSource:
         return self
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, check_range, usable_fps
+from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
 
 IMAGE_EXTENSIONS = frozenset({".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp"})
 # The one integer conversion of a printf pattern such as "b%05d.bmp".
@@ -92,9 +92,7 @@ class ImageSequenceSource(FrameSource):
             raise SourceError(f"cannot read {uri!r}: none of its {len(paths)} images is readable")
 
     def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
-        check_range(start, end)
-        if self._closed:
-            raise ValueError(f"source {self.name!r} is closed")
+        self._check_pass(start, end)
         stop = len(self._paths) if end is None else min(end, len(self._paths))
         return (self._read(index) for index in range(start, stop))
 

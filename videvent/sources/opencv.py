@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, check_range, usable_fps
+from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
 
 # How long a network stream may take to open or to deliver a frame before it counts as ended.
 STREAM_TIMEOUT_MS = 10_000
@@ -69,9 +69,7 @@ class OpenCVSource(FrameSource):
         self._use_msec = not fixed_rate
 
     def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
-        check_range(start, end)
-        if self._closed:
-            raise ValueError(f"source {self.name!r} is closed")
+        self._check_pass(start, end)
         if self.is_live and start < self._position:
             raise ValueError(f"live source {self.name!r} is already at frame {self._position}")
         return self._frames(start, end)

@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, check_range, usable_fps
+from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
 
 # Pixel formats whose first plane is the full-resolution 8-bit luma (Y) plane.
 _LUMA_PLANE_FORMATS = frozenset({
@@ -71,9 +71,7 @@ class PyAVSource(FrameSource):
                 raise SourceError(f"cannot read {self.uri!r}: no video frame could be decoded")
 
     def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
-        check_range(start, end)
-        if self._closed:
-            raise ValueError(f"source {self.name!r} is closed")
+        self._check_pass(start, end)
         return self._frames(start, end)
 
     def close(self) -> None:
