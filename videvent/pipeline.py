@@ -192,6 +192,22 @@ def score_frames(run: Pass, *, explain: bool | float = False,
         reader.join(timeout=5)
 
 
+def _score_decoded(run: Pass, decoded: Iterable[tuple[Frame, np.ndarray | None]],
+                   explain: bool | float) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
+    """``score_frames`` over frames decoded and preprocessed elsewhere: no reader thread."""
+    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
+    previous = None
+    try:
+        for frame, vector in decoded:
+            health = frame_health(vector, previous)
+            if vector is not None:
+                previous = vector
+            yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
+                                                            health, explain=explain)
+    finally:
+        blas_one_thread.restore_original_limits()
+
+
 class ProblemRuns:
     """Runs of blank, frozen or corrupt frames, for events.json and the report."""
 

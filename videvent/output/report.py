@@ -18,7 +18,6 @@ import numpy as np
 
 from ..timecode import format_timecode
 from .events_json import read_events
-from .plot import residual_axis_top, residual_figure, write_residual_plot
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"
@@ -26,6 +25,8 @@ REPORT_NAME = "report.html"
 
 def write_plot(folder: str | os.PathLike) -> None:
     """``residuals.png`` of the result folder, from its scores and events."""
+    from .plot import write_residual_plot  # matplotlib: imported only when drawing
+
     folder = Path(folder)
     document = read_events(folder / "events.json")
     settings = document["settings"]
@@ -55,6 +56,8 @@ def _png_data(figure) -> str:
 def compare_figure(folder: Path, events: list[dict], status: np.ndarray):
     """The paper's side-by-side panels: residual per frame of each method, events shaded."""
     import matplotlib.pyplot as plt
+
+    from .plot import residual_axis_top
 
     table = np.atleast_1d(np.genfromtxt(folder / "compare.csv", delimiter=",", names=True))
     methods = [name[len("residual_"):] for name in table.dtype.names if name != "frame"]
@@ -95,6 +98,8 @@ def render_report(folder: str | os.PathLike) -> str:
     if (folder / "residuals.png").is_file():  # drawn moments ago: no need to draw it twice
         plot = _image_data(folder / "residuals.png")
     else:
+        from .plot import residual_figure
+
         plot = _png_data(residual_figure(scores, events, threshold=settings["threshold"],
                                          threshold_low=settings["threshold_low"],
                                          title=_plot_title(document)))
@@ -147,7 +152,7 @@ def render_report(folder: str | os.PathLike) -> str:
     parts += ["<h2>Settings</h2>", "<table class='facts'>"]
     parts += [_row([escape(key), escape(str(value))]) for key, value in settings.items()]
     parts.append("</table>")
-    return PAGE.format(title=escape(f"videvent: {source['name']}"), body="\n".join(parts))
+    return html_page(f"videvent: {source['name']}", "\n".join(parts))
 
 
 def write_report(folder: str | os.PathLike) -> Path:
@@ -183,3 +188,8 @@ video {{ max-width: 100%; }}
 </body>
 </html>
 """
+
+
+def html_page(title: str, body: str) -> str:
+    """A complete page in videvent's report style (``title`` is escaped, ``body`` is HTML)."""
+    return PAGE.format(title=html.escape(title), body=body)

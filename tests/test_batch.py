@@ -1,0 +1,259 @@
+"""``videvent batch`` end to end: a local cluster, a scheduler of our own, chunks, resuming."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import run_cli, sample
+
+pytest.importorskip("distributed")
+
+from videvent.batch import Video, chunk_ranges, find_videos  # noqa: E402
+from videvent.output.video import VideoWriter  # noqa: E402
+from videvent.settings import Settings  # noqa: E402
+from videvent.sources import open_source  # noqa: E402
+
+CLIPS = ("walker", "blank_frames")
+
+
+def result_files(folder):
+    """Every file of a result folder: relative path -> bytes (report.html aside: it names
+    the source's path and version, which are the same but not worth the byte comparison)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "report.html"}
+
+
+def events_of(folder):
+    document = json.loads((folder / "events.json").read_text())
+    return document["events"], document["frames_read"]
+
+
+def index_rows(out):
+    with open(out / "index.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """Two sample clips, one in a subfolder, a corrupt 'video', and `run`'s result for each."""
+    root = tmp_path_factory.mktemp("batch")
+    clips = root / "clips"
+    (clips / "day2").mkdir(parents=True)
+    shutil.copy(sample(CLIPS[0])[0], clips / f"{CLIPS[0]}.mp4")
+    shutil.copy(sample(CLIPS[1])[0], clips / "day2" / f"{CLIPS[1]}.mp4")
+    (clips / "bad.mp4").write_text("not a video\n" * 20)
+    expected = {}
+    for name, path in ((CLIPS[0], clips / f"{CLIPS[0]}.mp4"),
+                       (CLIPS[1], clips / "day2" / f"{CLIPS[1]}.mp4")):
+        result = run_cli("run", path, "-d", root / "run" / name, "-q")
+        assert result.returncode == 0, result.stderr
+        expected[name] = root / "run" / name
+    return root, clips, expected
+
+
+@pytest.fixture(scope="module")
+def local_batch(archive):
+    root, clips, _ = archive
+    out = root / "local"
+    result = run_cli("batch", clips, "--out", out, "--workers", "2")
+    return result, out
+
+
+def test_local_cluster_gives_what_run_gives_and_reports_the_corrupt_file(archive, local_batch):
+    _, _, expected = archive
+    result, out = local_batch
+    assert result.returncode == 0, result.stderr
+    assert "videvent: warning: 1 of 3 videos failed" in result.stderr
+    assert "Traceback" not in result.stderr
+    for name, folder in ((CLIPS[0], out / "clips" / f"{CLIPS[0]}.videvent"),
+                         (CLIPS[1], out / "clips" / "day2" / f"{CLIPS[1]}.videvent")):
+        assert result_files(folder) == result_files(expected[name]), name
+        assert (folder / "report.html").is_file()
+    rows = index_rows(out)
+    [failed] = [row for row in rows if row["status"] == "failed"]
+    assert failed["video"].endswith("bad.mp4") and "not a video" in failed["error"]
+    walker_events, _ = events_of(expected[CLIPS[0]])
+    walker_rows = [row for row in rows if row["video"].endswith(f"{CLIPS[0]}.mp4")]
+    assert [int(row["event"]) for row in walker_rows] == [e["number"] for e in walker_events]
+    assert int(walker_rows[0]["start_frame"]) == walker_events[0]["start_frame"]
+    page = (out / "batch_report.html").read_text()
+    assert "<svg" in page and "bad.mp4" in page and "clips/walker.videvent/report.html" in page
+    assert not list(out.rglob("*.partial"))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_existing_scheduler_with_two_workers_gives_the_same_results(archive, local_batch,
+                                                                       tmp_path):
+    from distributed import Client
+
+    _, clips, _ = archive
+    _, local_out = local_batch
+    address = f"tcp://127.0.0.1:{free_port()}"
+    dask = [sys.executable, "-m", "dask"]
+    processes = []
+    try:
+        processes.append(subprocess.Popen(
+            dask + ["scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                    "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(2):
+            processes.append(subprocess.Popen(
+                dask + ["worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+                        "--no-dashboard", "--no-nanny"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+        out = tmp_path / "remote"
+        result = run_cli("batch", clips, "--out", out, "--scheduler", address)
+        assert result.returncode == 0, result.stderr
+        for folder in local_out.rglob("*.videvent"):
+            assert result_files(out / folder.relative_to(local_out)) == result_files(folder)
+        assert [r["status"] for r in index_rows(out)] == [r["status"]
+                                                          for r in index_rows(local_out)]
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory):
+    """Three sample clips back to back (1200 frames at 15 fps, 80 s): walker, long event,
+    lights going off."""
+    path = tmp_path_factory.mktemp("long") / "long.mp4"
+    writer = None
+    for name in ("walker", "long_event", "lighting"):
+        with open_source(sample(name)[0], colour=True) as source:
+            writer = writer or VideoWriter(path, source.width, source.height, source.fps)
+            for frame in source.frames():
+                writer.write(frame.image)
+    writer.close()
+    return path
+
+
+def test_chunked_scan_equals_a_sequential_run(long_clip, tmp_path):
+    chunk_minutes = 0.3  # 18 s = 270 frames: 5 chunks
+    ranges = chunk_ranges(Video(str(long_clip), "long"), Settings(), chunk_minutes * 60)
+    assert len(ranges) >= 4 and ranges[0][0] == 0 and ranges[-1][1] is None
+    sequential = tmp_path / "sequential"
+    assert run_cli("run", long_clip, "-d", sequential, "-q").returncode == 0
+    out = tmp_path / "chunked"
+    result = run_cli("batch", long_clip, "--out", out, "--workers", "2",
+                     "--chunk-minutes", chunk_minutes)
+    assert result.returncode == 0, result.stderr
+    assert f"(decoded in {len(ranges)} chunks)" in result.stderr  # not a sequential fallback
+    chunked = out / "long.videvent"
+    from videvent.output import read_scores
+
+    expected, got = read_scores(sequential / "scores.csv"), read_scores(chunked / "scores.csv")
+    assert (got["frame"] == expected["frame"]).all()
+    assert abs(got["score"] - expected["score"]).max() <= 1e-6
+    assert abs(got["residual"] - expected["residual"]).max() <= 1e-6
+    assert events_of(chunked) == events_of(sequential)
+    assert len(events_of(chunked)[0]) >= 3
+    # Not only close: the very same files, thumbnails (decoded again) included.
+    assert result_files(chunked) == result_files(sequential)
+
+
+def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("walker", "blank_frames", "long_event", "lighting"):
+        shutil.copy(sample(name)[0], clips / f"{name}.mp4")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "videvent", "batch", str(clips), "--out", str(out),
+               "--workers", "1", "-q"]
+    # Its own session, so the batch and the cluster it started are killed together.
+    batch = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        finished = []
+        while not finished and time.monotonic() < deadline and batch.poll() is None:
+            time.sleep(0.1)
+            finished = [f for f in (out / "clips").glob("*.videvent")
+                        if (f / "thumbnails").is_dir()]
+        assert finished, "no video finished before the batch ended or timed out"
+    finally:
+        os.killpg(batch.pid, signal.SIGKILL)
+        batch.wait()
+    assert not (out / "index.csv").exists()  # killed before the end
+    before = {p: p.stat().st_mtime_ns for f in finished for p in f.rglob("*")}
+    result = run_cli(*command[3:])
+    assert result.returncode == 0, result.stderr
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+    assert len({row["video"] for row in index_rows(out) if row["status"] == "ok"}) == 4
+    result = run_cli(*command[3:-1])  # and a third run has nothing left to do
+    assert result.stderr.count("already done, skipped") == 4, result.stderr
+
+
+def test_no_videos_is_one_line_and_exit_1(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("nothing here")
+    for argument in (tmp_path / "empty", tmp_path / "missing"):
+        result = run_cli("batch", argument, "--out", tmp_path / "out")
+        assert result.returncode == 1, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("videvent: error:"), result.stderr
+
+
+def test_folders_of_images_count_as_one_sequence(tmp_path):
+    sequence = tmp_path / "cams" / "gate"
+    sequence.mkdir(parents=True)
+    for i in range(3):
+        (sequence / f"f{i:03d}.png").write_bytes(b"")
+    (tmp_path / "cams" / "yard.mkv").write_bytes(b"")
+    videos = find_videos([str(tmp_path / "cams")])
+    assert [(v.name, os.path.basename(v.spec)) for v in videos] == [
+        ("cams/yard", "yard.mkv"), ("cams/gate", "gate")]
+
+
+class InlineClient:
+    """Runs submitted tasks at once: ``_decoded_chunks`` without a cluster."""
+
+    def __init__(self, tamper=None):
+        self.tamper = tamper
+
+    def submit(self, function, *args, pure=False):
+        result = function(*args)
+        if self.tamper is not None:
+            self.tamper(args, result)
+
+        class Done:
+            def result(self):
+                return result
+        return Done()
+
+
+def test_chunk_boundaries_are_checked_frame_by_frame():
+    from videvent.batch import BoundaryMismatch, _decoded_chunks
+
+    spec, settings = str(sample("walker")[0]), Settings()
+    ranges = [(0, 100), (100, 200), (200, None)]
+    frames = [frame.index for frame, _ in _decoded_chunks(InlineClient(), spec, settings,
+                                                          ranges, lookahead=2)]
+    assert frames == list(range(300))
+
+    def shift_a_shared_pixel(args, chunk):
+        if args[2] == 200 - 4:  # the third chunk, decoded from 4 frames before its start
+            chunk["vectors"][0][0] += 1
+    with pytest.raises(BoundaryMismatch):
+        list(_decoded_chunks(InlineClient(shift_a_shared_pixel), spec, settings, ranges, 2))

@@ -1,0 +1,79 @@
+"""``videvent batch``: ``run`` over an archive of videos on Dask distributed.
+
+Parsing and printing only: the work is in ``videvent.batch``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .main import BadInput, run_options, settings_from
+
+
+def _progress_line(quiet: bool):
+    def report(outcome, done: int, total: int, frames_per_second: float) -> None:
+        if quiet:
+            return
+        if outcome.error is not None:
+            what = f"failed: {outcome.error}"
+        elif outcome.skipped:
+            what = "already done, skipped"
+        else:
+            what = f"{len(outcome.events)} event{'' if len(outcome.events) == 1 else 's'}"
+            if outcome.chunks > 1:
+                what += f" (decoded in {outcome.chunks} chunks)"
+        rate = f" | {frames_per_second:.0f} frames/s over all workers" if frames_per_second else ""
+        click.echo(f"[{done}/{total}] {outcome.video.name}: {what}{rate}", err=True)
+    return report
+
+
+@click.command("batch")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler to use (e.g. tcp://host:8786); default: a local cluster, "
+                   "one worker process per core.")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Worker processes of the local cluster (default: the number of cores).")
+@click.option("-d", "--out", "--output-dir", "out", type=click.Path(file_okay=False),
+              default="videvent-batch", show_default=True,
+              help="Where the result folders, index.csv and batch_report.html go.")
+@click.option("--chunk-minutes", type=click.FloatRange(0, min_open=True), default=None,
+              help="Decode videos longer than this in parallel chunks of this length "
+                   "(scoring stays sequential: results are those of `run`).")
+@click.option("--no-plot", is_flag=True, help="Skip each video's residuals.png and report.html.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
+@run_options
+def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | None, out: str,
+                  chunk_minutes: float | None, no_plot: bool, quiet: bool, **options) -> None:
+    """Scan every video in PATHS (files, globs, folders searched recursively) on Dask.
+
+    Each video gets what `run` writes, in OUT/<name>.videvent/; the archive gets OUT/index.csv
+    (one row per event, one per failed video) and OUT/batch_report.html. Videos with complete
+    results from the same settings are skipped, so a killed batch resumes.
+    """
+    from ..batch import find_videos, run_batch
+
+    settings = settings_from(options)
+    try:
+        videos = find_videos(list(paths))
+        if not videos:
+            raise ValueError(f"no videos found in {', '.join(paths)}")
+        summary = run_batch(videos, out, settings, scheduler=scheduler, workers=workers,
+                            plot=not no_plot,
+                            chunk_seconds=None if chunk_minutes is None else chunk_minutes * 60,
+                            progress=_progress_line(quiet))
+    except ValueError as error:
+        raise BadInput(str(error).splitlines()[0]) from None
+    failed = summary.failed
+    if len(failed) == len(videos):
+        raise BadInput(f"none of the {len(videos)} videos could be scanned; see "
+                       f"{os.path.join(out, 'index.csv')}")
+    if not quiet:
+        events = sum(len(o.events) for o in summary.outcomes)
+        click.echo(f"{len(videos)} videos, {events} events, {summary.frames_scanned} frames "
+                   f"scanned in {summary.seconds:.1f} s. Results in {out}")
+    if failed:
+        click.echo(f"videvent: warning: {len(failed)} of {len(videos)} videos failed; see "
+                   f"{os.path.join(out, 'index.csv')}", err=True)

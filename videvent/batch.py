@@ -1,0 +1,460 @@
+"""Scan an archive of videos on Dask distributed: one result folder per video, one index.
+
+``find_videos`` turns files, globs and folders into the list of sources (video files by
+extension, and folders of images as one sequence each). ``run_batch`` runs ``detect`` on every
+one of them as Dask tasks (a local cluster sized to the machine, or an existing scheduler),
+writes each video's result folder exactly as ``videvent run`` would, then ``index.csv`` (one
+row per event, one per failed video) and ``batch_report.html`` over the whole archive.
+
+A rerun skips the videos whose result folder is complete and was made with the same
+settings, so a killed batch resumes where it stopped. A video that cannot be read is reported
+in the index and never stops the others.
+
+Long videos (``chunk_seconds``): decoding and preprocessing, the bulk of the work at HD
+sizes, run in parallel over time chunks; the detector then runs once over the chunks'
+working-size frames in order, so the results are those of ``videvent run`` by construction.
+The detector itself is not split: its window is a ring buffer, and the order of the frames in
+it (set by how many frames it admitted since the start of the video) changes which frames it
+picks as inliers, so even a detector holding the very frames of the sequential one, in
+another order, scores differently (by 0.2 in the median on the walker clip). A chunk started
+from a warm-up cannot know that order. Each chunk boundary is checked instead: the next chunk
+also decodes the last few frames of the previous one, and they must agree bit for bit, or
+the video is scanned sequentially.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import html
+import io
+import json
+import math
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .output import read_events
+from .output.report import html_page
+from .pipeline import RESULT_FILES, detect, frame_range, scan
+from .settings import Settings
+from .sources import Frame, open_source
+from .sources.images import IMAGE_EXTENSIONS
+
+VIDEO_EXTENSIONS = frozenset({".mp4", ".avi", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
+                              ".webm", ".wmv", ".flv"})
+RESULT_SUFFIX = ".videvent"
+INDEX_NAME = "index.csv"
+# Frames before each chunk that it decodes also, to check it against the previous chunk.
+BOUNDARY_CHECK = 4
+REPORT_NAME = "batch_report.html"
+INDEX_COLUMNS = ("video", "status", "event", "start_time_s", "end_time_s", "start_frame",
+                 "end_frame", "peak_score", "result_dir", "error")
+
+
+@dataclass(frozen=True)
+class Video:
+    """One source of the archive and where its results go (relative to the batch's output)."""
+
+    spec: str
+    name: str  # relative name, e.g. "cam1/2024-05-01"; results in OUT/<name>.videvent
+
+    @property
+    def result_dir(self) -> str:
+        return self.name + RESULT_SUFFIX
+
+
+@dataclass
+class VideoOutcome:
+    """What became of one video: its events (from events.json) or the error that stopped it."""
+
+    video: Video
+    events: list[dict] = field(default_factory=list)
+    frames: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    skipped: bool = False  # complete results of an earlier run with the same settings
+    chunks: int = 1  # time chunks decoded in parallel (1: one sequential pass)
+
+
+@dataclass
+class BatchSummary:
+    outcomes: list[VideoOutcome]
+    frames_scanned: int
+    seconds: float
+
+    @property
+    def failed(self) -> list[VideoOutcome]:
+        return [o for o in self.outcomes if o.error is not None]
+
+
+# -- finding the videos ----------------------------------------------------------------------
+def find_videos(paths: list[str]) -> list[Video]:
+    """Videos of the given files, globs and folders (searched recursively), in order.
+
+    Raises ValueError (one line) for a path that names nothing, or two sources that would
+    share a result folder.
+    """
+    found: list[Video] = []
+    for spec in paths:
+        path = Path(spec)
+        if path.is_dir():
+            found += _videos_in_folder(path)
+        elif path.is_file():
+            found.append(Video(str(path), path.stem))
+        elif any(c in spec for c in "*?["):
+            matches = sorted(glob.glob(spec, recursive=True))
+            if not matches:
+                raise ValueError(f"no files match {spec!r}")
+            found += [Video(m, Path(m).stem) for m in matches if Path(m).is_file()]
+            for folder in (Path(m) for m in matches if Path(m).is_dir()):
+                found += _videos_in_folder(folder)
+        else:
+            raise ValueError(f"cannot open {spec!r}: no such file or folder")
+    names: dict[str, str] = {}
+    for video in found:
+        if names.setdefault(video.name, video.spec) != video.spec:
+            raise ValueError(f"'{names[video.name]}' and '{video.spec}' would share the result "
+                             f"folder '{video.result_dir}'; give their parent folders instead")
+    return found
+
+
+def _videos_in_folder(root: Path) -> list[Video]:
+    """Video files under ``root``, and each folder of images as one sequence."""
+    videos = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders.sort()
+        here = Path(folder)
+        relative = here.relative_to(root)
+        prefix = Path(root.name) if relative == Path(".") else Path(root.name) / relative
+        if any(Path(f).suffix.lower() in IMAGE_EXTENSIONS for f in files):
+            videos.append(Video(str(here), prefix.as_posix()))
+        for name in sorted(files):
+            if Path(name).suffix.lower() in VIDEO_EXTENSIONS:
+                videos.append(Video(str(here / name), (prefix / Path(name).stem).as_posix()))
+    return videos
+
+
+# -- resuming --------------------------------------------------------------------------------
+def settings_record(settings: Settings) -> dict:
+    """The settings as events.json records them (after a JSON round trip)."""
+    return json.loads(json.dumps(settings.to_dict()))
+
+
+def finished_outcome(video: Video, result_dir: Path, settings: Settings,
+                     plot: bool = True) -> VideoOutcome | None:
+    """The outcome read back from a complete result folder made with ``settings``, else None.
+
+    Complete: events.json readable, a scores.csv row for every frame read, the thumbnails
+    folder (and the plot and report when asked for); a run killed while its folder was being
+    moved into place fails one of these.
+    """
+    try:
+        document = read_events(result_dir / "events.json")
+        frames = int(document["frames_read"])
+        with open(result_dir / "scores.csv", encoding="utf-8") as handle:
+            rows = sum(1 for _ in handle) - 1
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+    # The folder's files are moved in by name; thumbnails/ comes last.
+    expected = [result_dir / "residuals.png", result_dir / "report.html"] if plot else []
+    if (rows != frames or document.get("settings") != settings_record(settings)
+            or not (result_dir / "thumbnails").is_dir()
+            or not all(path.is_file() for path in expected)):
+        return None
+    return VideoOutcome(video, document["events"], frames,
+                        _duration(frames, document["source"].get("fps")), skipped=True)
+
+
+def _duration(frames: int, fps: float | None) -> float:
+    return frames / fps if fps else 0.0
+
+
+# -- the tasks (run on the workers) ----------------------------------------------------------
+def scan_video(video: Video, out_dir: str, settings: Settings, plot: bool) -> VideoOutcome:
+    """Task: ``videvent run`` on one video. Bad input becomes the outcome's error."""
+    try:
+        result = detect(video.spec, settings, out_dir=out_dir, plot=plot)
+    except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
+        return VideoOutcome(video, error=_one_line(error))
+    return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,
+                        _duration(result.frames_read, result.source["fps"]))
+
+
+def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> dict:
+    """Task: frames ``start <= index < end`` decoded and preprocessed to working vectors.
+
+    Returned compactly: one (frames, pixels) float32 array, and which frames had no picture.
+    """
+    from .pipeline import prepare_pass
+
+    with open_source(spec, colour=settings.colour, backend=settings.backend,
+                     fps=settings.fps) as source:
+        preprocess = prepare_pass(source, settings).preprocess
+        indices, times, vectors, missing = [], [], [], []
+        for frame in source.frames(start, end):
+            indices.append(frame.index)
+            times.append(frame.time_s)
+            missing.append(frame.image is None)
+            if frame.image is not None:
+                vectors.append(preprocess(frame.image))
+    return {"index": indices, "time_s": times, "missing": missing,
+            "vectors": np.array(vectors, np.float32)}
+
+
+class BoundaryMismatch(Exception):
+    """Two neighbouring chunks decoded the frames they share differently."""
+
+
+def score_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
+                 ranges: list[tuple[int, int | None]], lookahead: int) -> VideoOutcome:
+    """Task: decode the chunks as tasks of their own, at most ``lookahead`` ahead (memory
+    stays bounded), and run the detector over them in order; writes what ``run`` writes.
+
+    Falls back to one sequential scan if two chunks disagree on the frames they share.
+    """
+    from distributed import worker_client
+
+    from .output import ResultFolder, write_events
+
+    try:
+        # worker_client: this task waits on others, so it gives up its worker slot meanwhile.
+        with worker_client() as client, open_source(
+                video.spec, colour=settings.colour, backend=settings.backend,
+                fps=settings.fps) as source:
+            with ResultFolder(out_dir, replaces=RESULT_FILES) as folder:
+                decoded = _decoded_chunks(client, video.spec, settings, ranges, lookahead)
+                result = scan(source, settings, folder, decoded=decoded)
+                write_events(folder.path("events.json"), result.to_dict())
+                if plot:
+                    from .output.report import write_plot, write_report
+
+                    write_plot(folder.staging)
+                    write_report(folder.staging)
+    except BoundaryMismatch:
+        return scan_video(video, out_dir, settings, plot)
+    except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
+        return VideoOutcome(video, error=_one_line(error))
+    return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,
+                        _duration(result.frames_read, result.source["fps"]), chunks=len(ranges))
+
+
+def _decoded_chunks(client, spec: str, settings: Settings,
+                    ranges: list[tuple[int, int | None]], lookahead: int):
+    """(frame, vector) pairs of the chunks in order; frames carry no picture.
+
+    Every chunk after the first is decoded from BOUNDARY_CHECK frames before its start: those
+    must be exactly the previous chunk's last frames (same numbers, times and pixels), which
+    proves both decoders agree where one hands over to the other (a file whose frame numbers
+    after a seek drift, e.g. variable frame rate, fails this).
+    """
+    def submit(k):
+        start, end = ranges[k]
+        return client.submit(decode_chunk, spec, settings,
+                             max(0, start - BOUNDARY_CHECK) if k else start, end, pure=False)
+
+    pending = deque(submit(k) for k in range(min(lookahead, len(ranges))))
+    tail: list[tuple] = []
+    for k in range(len(ranges)):
+        chunk = pending.popleft().result()
+        if k + lookahead < len(ranges):
+            pending.append(submit(k + lookahead))
+        frames = list(zip(chunk["index"], chunk["time_s"], _vectors(chunk)))
+        start = ranges[k][0]
+        shared = [f for f in frames if f[0] < start]
+        if k and not _same_frames(shared, tail[-len(shared):] if shared else []):
+            raise BoundaryMismatch(f"chunk at frame {start}")
+        mine = [f for f in frames if f[0] >= start]
+        tail = mine[-BOUNDARY_CHECK:]
+        for index, time_s, vector in mine:
+            yield Frame(index, time_s, None), vector
+
+
+def _vectors(chunk: dict):
+    vectors = iter(chunk["vectors"])
+    return [None if missing else next(vectors) for missing in chunk["missing"]]
+
+
+def _same_frames(ours: list[tuple], theirs: list[tuple]) -> bool:
+    return len(ours) == len(theirs) and len(ours) > 0 and all(
+        a[0] == b[0] and a[1] == b[1] and (a[2] is None) == (b[2] is None)
+        and (a[2] is None or np.array_equal(a[2], b[2])) for a, b in zip(ours, theirs))
+
+
+def chunk_ranges(video: Video, settings: Settings,
+                 chunk_seconds: float) -> list[tuple[int, int | None]]:
+    """The time chunks of a video's range to scan; none when it is short enough for one task
+    (or its length cannot be known: the task that scans it reports why)."""
+    try:
+        with open_source(video.spec, colour=settings.colour, backend=settings.backend,
+                         fps=settings.fps) as source:
+            start, end = frame_range(settings, source.fps)
+            count, chunk_frames = source.frame_count, max(1, round(chunk_seconds * source.fps))
+    except Exception:  # noqa: BLE001
+        return []
+    last = end
+    length = (min(end, count) if end is not None and count else end or count or 0) - start
+    if length <= chunk_frames:
+        return []
+    pieces = math.ceil(length / chunk_frames)
+    bounds = [start + round(i * length / pieces) for i in range(pieces)]
+    # Without an end given, the last chunk reads to the end of the source: the frame count
+    # in a header can be short.
+    return list(zip(bounds, bounds[1:] + [last]))
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+# -- the batch -------------------------------------------------------------------------------
+def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *,
+              scheduler: str | None = None, workers: int | None = None, plot: bool = True,
+              chunk_seconds: float | None = None,
+              progress: Callable[[VideoOutcome, int, int, float], None] | None = None
+              ) -> BatchSummary:
+    """Scan ``videos`` into ``out`` on Dask; write the index and the archive report.
+
+    scheduler: address of an existing Dask scheduler; None starts a local cluster of
+    ``workers`` processes (default: one per core), one thread each.
+    chunk_seconds: decode videos longer than this in parallel chunks of this length.
+    progress(outcome, done, total, frames per second): after each video.
+    """
+    from distributed import Client, LocalCluster, as_completed
+
+    out = Path(out)
+    started = time.perf_counter()
+    outcomes: dict[Video, VideoOutcome] = {}
+    to_scan = []
+    for video in videos:
+        earlier = finished_outcome(video, out / video.result_dir, settings, plot)
+        if earlier is not None:
+            outcomes[video] = earlier
+        else:
+            to_scan.append(video)
+    frames_scanned = 0
+    done = 0
+    for outcome in outcomes.values():
+        done += 1
+        if progress is not None:
+            progress(outcome, done, len(videos), 0.0)
+
+    if to_scan:
+        cluster = None
+        try:
+            if scheduler is None:
+                # Processes, one thread each: the detector holds the GIL most of the time.
+                cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
+                                       threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+            client = Client(cluster or scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as error:
+            if cluster is not None:
+                cluster.close()
+            raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: "
+                             f"{_one_line(error)}") from None
+        try:
+            futures = [_submit(client, video, str(out / video.result_dir), settings, plot,
+                               chunk_seconds) for video in to_scan]
+            scan_started = time.perf_counter()
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes[outcome.video] = outcome
+                frames_scanned += outcome.frames
+                done += 1
+                if progress is not None:
+                    rate = frames_scanned / max(time.perf_counter() - scan_started, 1e-9)
+                    progress(outcome, done, len(videos), rate)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+    summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
+                           time.perf_counter() - started)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes))
+    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes))
+    return summary
+
+
+def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
+            chunk_seconds: float | None):
+    ranges = chunk_ranges(video, settings, chunk_seconds) if chunk_seconds else []
+    if not ranges:
+        return client.submit(scan_video, video, out_dir, settings, plot, pure=False)
+    # Decode as many chunks ahead as there are workers, plus one ready for the next.
+    lookahead = len(client.scheduler_info()["workers"]) + 1
+    return client.submit(score_chunks, video, out_dir, settings, plot, ranges, lookahead,
+                         pure=False)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.partial")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+# -- the archive's outputs -------------------------------------------------------------------
+def index_csv(outcomes: list[VideoOutcome]) -> str:
+    """One row per event, one per video without events, one per failed video."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(INDEX_COLUMNS)
+    for outcome in outcomes:
+        video = outcome.video
+        if outcome.error is not None:
+            writer.writerow((video.spec, "failed", "", "", "", "", "", "", "", outcome.error))
+            continue
+        if not outcome.events:
+            writer.writerow((video.spec, "ok", "", "", "", "", "", "", video.result_dir, ""))
+        for event in outcome.events:
+            writer.writerow((video.spec, "ok", event["number"], f"{event['start_time_s']:.3f}",
+                             f"{event['end_time_s']:.3f}", event["start_frame"],
+                             event["end_frame"], f"{event['peak_score']:.3f}",
+                             video.result_dir, ""))
+    return buffer.getvalue()
+
+
+def _timeline(outcome: VideoOutcome) -> str:
+    """An SVG strip: the video's length, its events shaded where they are."""
+    width, height = 600, 18
+    length = max(outcome.duration_s, max((e["end_time_s"] for e in outcome.events), default=0),
+                 1e-9)
+    bars = "".join(
+        f"<rect x='{width * e['start_time_s'] / length:.1f}' y='0' "
+        f"width='{max(2.0, width * (e['end_time_s'] - e['start_time_s']) / length):.1f}' "
+        f"height='{height}' fill='#d62728'><title>event {e['number']}: "
+        f"{html.escape(e['start_timecode'])}–{html.escape(e['end_timecode'])}, "
+        f"peak {e['peak_score']:.1f}</title></rect>" for e in outcome.events)
+    return (f"<svg width='{width}' height='{height}' role='img'>"
+            f"<rect width='{width}' height='{height}' fill='#eee'/>{bars}</svg>")
+
+
+def batch_report(outcomes: list[VideoOutcome]) -> str:
+    """Self-contained page: videos ranked by number of events, each with its timeline."""
+    escape = html.escape
+    good = sorted((o for o in outcomes if o.error is None),
+                  key=lambda o: (-len(o.events), o.video.name))
+    failed = [o for o in outcomes if o.error is not None]
+    events = sum(len(o.events) for o in good)
+    parts = [f"<h1>videvent batch: {len(outcomes)} videos, {events} events</h1>",
+             "<table><tr><th>video</th><th>events</th><th>length</th><th>timeline</th></tr>"]
+    for outcome in good:
+        link = escape(f"{outcome.video.result_dir}/report.html")
+        parts.append(f"<tr><td><a href='{link}'>{escape(outcome.video.name)}</a></td>"
+                     f"<td>{len(outcome.events)}</td><td>{outcome.duration_s:.1f} s</td>"
+                     f"<td>{_timeline(outcome)}</td></tr>")
+    parts.append("</table>")
+    if failed:
+        parts.append(f"<h2>{len(failed)} could not be scanned</h2><ul>")
+        parts += [f"<li>{escape(o.video.spec)}: {escape(o.error)}</li>" for o in failed]
+        parts.append("</ul>")
+    return html_page("videvent batch report", "\n".join(parts))
+
