@@ -28,7 +28,7 @@ def test_a_file_watched_gives_what_run_gives(tmp_path):
     ran, watched = read_scores(tmp_path / "run" / "scores.csv"), read_scores(
         tmp_path / "live" / "scores.csv")
     assert (ran["flagged"] == watched["flagged"]).all()
-    assert abs(ran["score"] - watched["score"]).max() < 1e-4
+    assert abs(ran["score"] - watched["score"]).max() < 1e-9
     for name in ("events.json", "report.html", "residuals.png", "thumbnails/event001.jpg"):
         assert (tmp_path / "live" / name).exists(), name
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .alerts import AlertSinks
@@ -187,6 +188,8 @@ class LiveMonitor:
                                    name="videvent-capture")
         state = _SessionState(self, run, segmenter, writer, pre_roll)
         state.alert("session_start", source=source.uri, fps=fps)
+        # As in run: one BLAS thread for the detector's small matrices, and the same numbers.
+        blas_one_thread = threadpool_limits(limits=1, user_api="blas")
         capture.start()
         started = time.monotonic()
         last_flush = last_status = started
@@ -229,6 +232,7 @@ class LiveMonitor:
                 if self.max_frames is not None and self.summary.frames >= self.max_frames:
                     break
         finally:
+            blas_one_thread.restore_original_limits()
             self._stop.set()
             capture.join(timeout=5)
             self.summary.dropped = buffer.dropped
