@@ -158,21 +158,35 @@ def score_frames(run: Pass, *, explain: bool | float = False,
 
     ``decoded``: (frame, working vector) pairs of the pass already decoded and preprocessed
     elsewhere (``videvent batch`` decodes the chunks of a long video in parallel); they are
-    scored instead of decoding ``run.source``.
+    scored instead of decoding ``run.source`` on a reader thread.
     """
-    if decoded is not None:
-        yield from _score_decoded(run, decoded, explain)
-        return
+    frames = _read_on_a_thread(run) if decoded is None else iter(decoded)
+    # The detector's matrices are small (window x window): one BLAS thread is faster than two
+    # fighting over them, leaves the other core to the decoder, and gives the same numbers
+    # whoever runs the pass.
+    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
+    previous = None
+    try:
+        for frame, vector in frames:
+            health = frame_health(vector, previous)
+            if vector is not None:
+                previous = vector
+            yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
+                                                            health, explain=explain)
+    finally:
+        blas_one_thread.restore_original_limits()
+        if hasattr(frames, "close"):
+            frames.close()
+
+
+def _read_on_a_thread(run: Pass) -> Iterator[tuple[Frame, np.ndarray | None]]:
+    """The pass's (frame, vector) pairs, decoded and preprocessed on a reader thread."""
     frames_in: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
     stop = threading.Event()
     reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
                               args=(run.source, run.preprocess, run.start, run.end, frames_in,
                                     stop))
     reader.start()
-    # The detector's matrices are small (window x window): one BLAS thread is faster than two
-    # fighting over them, and leaves the other core to the decoder.
-    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
-    previous = None
     try:
         while True:
             item = frames_in.get()
@@ -180,32 +194,10 @@ def score_frames(run: Pass, *, explain: bool | float = False,
                 return
             if isinstance(item, BaseException):
                 raise item
-            frame, vector = item
-            health = frame_health(vector, previous)
-            if vector is not None:
-                previous = vector
-            yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
-                                                            health, explain=explain)
+            yield item
     finally:
-        blas_one_thread.restore_original_limits()
         stop.set()
         reader.join(timeout=5)
-
-
-def _score_decoded(run: Pass, decoded: Iterable[tuple[Frame, np.ndarray | None]],
-                   explain: bool | float) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
-    """``score_frames`` over frames decoded and preprocessed elsewhere: no reader thread."""
-    blas_one_thread = threadpool_limits(limits=1, user_api="blas")
-    previous = None
-    try:
-        for frame, vector in decoded:
-            health = frame_health(vector, previous)
-            if vector is not None:
-                previous = vector
-            yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
-                                                            health, explain=explain)
-    finally:
-        blas_one_thread.restore_original_limits()
 
 
 class ProblemRuns:
