@@ -95,19 +95,22 @@ class _DropOldestBuffer:
 class LiveMonitor:
     """One watch session; ``run()`` until the source ends, a limit is hit or ``stop()``."""
 
-    def __init__(self, spec, settings: Settings, out_dir: str | os.PathLike, *,
+    def __init__(self, spec, settings: Settings, out_dir: str | os.PathLike | None, *,
                  realtime: bool = False, max_reconnects: int | None = 10,
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, show: bool = False,
                  status=None):
         self.spec, self.settings = spec, settings
-        self.out_dir = Path(out_dir)
         self.realtime, self.max_reconnects = realtime, max_reconnects
         self.max_frames = max_frames
         self.clips, self.show, self.status = clips, show, status
         self.summary = SessionSummary()
         self._stop = threading.Event()
         self._source = self._open()   # raises SourceError now, before anything is written
+        if out_dir is None:
+            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
+            out_dir = f"watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+        self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "thumbnails").mkdir(exist_ok=True)
         self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))

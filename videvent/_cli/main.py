@@ -258,14 +258,10 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
     -dt/--duration (e.g. 10m as 600s, or 00:10:00) and --max-frames stop it on their own.
     """
     import signal
-    import time
 
     from ..live import LiveMonitor
 
     settings = settings_from(options)
-    if out_dir is None:
-        name = Path(source).stem if not source.isdigit() else f"camera{source}"
-        out_dir = f"watch-{name or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
     interactive = not quiet and sys.stderr.isatty()
 
     def status(summary) -> None:
@@ -291,7 +287,7 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                    f"{'' if summary.events == 1 else 's'}, {summary.dropped} dropped, "
                    f"{summary.reconnects} reconnection(s); capture-to-score latency "
                    f"{summary.latency_ms(0.5):.1f} ms median, {summary.latency_ms(0.99):.1f} ms "
-                   f"p99. Results in {out_dir}", err=True)
+                   f"p99. Results in {monitor.out_dir}", err=True)
     if summary.gave_up:
         raise BadInput(f"the source was lost and did not come back after {max_reconnects} "
                        "reconnection attempts")
