@@ -20,7 +20,7 @@ import pytest
 from videvent.sources import Frame, SourceError, open_source
 from videvent.sources.images import ImageSequenceSource
 from videvent.sources.opencv import OpenCVSource
-from videvent.sources.pyav import PyAVSource
+from videvent.sources.pyav import PyAVSource, limited_to_full_range
 
 FRAMES = 36
 FPS = 25
@@ -168,6 +168,13 @@ def test_pyav_grey_is_what_swscale_gives(videos, kind):
     frames = read_all(videos[kind], backend="pyav")
     assert len(frames) == len(expected)
     assert all(np.array_equal(f.image, e) for f, e in zip(frames, expected))
+
+
+def test_every_limited_range_luma_value_maps_as_swscale_maps_it():
+    levels = np.tile(np.arange(256, dtype=np.uint8), (16, 1))          # 16 x 256 luma plane
+    planes = np.vstack([levels, np.full((8, 256), 128, np.uint8)])     # + chroma, yuv420p
+    frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
+    assert np.array_equal(limited_to_full_range(levels), frame.to_ndarray(format="gray"))
 
 
 @pytest.mark.parametrize("kind", ["mp4", "avi"])
