@@ -15,8 +15,6 @@ import numpy as np
 # A frame whose grey levels vary less than this (standard deviation, 0..255 scale) carries
 # no picture: black, white or a single flat colour (lost signal, lens cap, encoder filler).
 BLANK_STD = 1.0
-# Every 7th pixel is plenty to tell a flat frame from a picture, at a seventh of the cost.
-BLANK_CHECK_STRIDE = 7
 
 # A frame whose pixels differ from the previous frame's by less than this on average (grey
 # levels, at the working size) repeats it: a frozen camera or a DVR filling gaps. Not zero,
@@ -68,8 +66,11 @@ def frame_health(vector: np.ndarray | None, previous: np.ndarray | None) -> str:
     """'corrupt' (not decoded), 'blank' (no picture), 'frozen' (repeat of the last frame) or 'ok'."""
     if vector is None:
         return CORRUPT
-    if float(vector[::BLANK_CHECK_STRIDE].std()) < BLANK_STD:
+    # OpenCV's reductions: a tenth of the cost of numpy's on a working-size frame, which
+    # matters at hundreds of frames a second.
+    if float(cv2.meanStdDev(vector)[1][0, 0]) < BLANK_STD:
         return BLANK
-    if previous is not None and float(np.abs(vector - previous).mean()) < FROZEN_MEAN_DIFFERENCE:
+    if (previous is not None and
+            cv2.norm(vector, previous, cv2.NORM_L1) < FROZEN_MEAN_DIFFERENCE * vector.size):
         return FROZEN
     return OK

@@ -1,0 +1,33 @@
+"""Frame health at its thresholds: blank, frozen, corrupt or ok."""
+
+import numpy as np
+import pytest
+
+from videvent.preprocess import (BLANK, BLANK_STD, CORRUPT, FROZEN, FROZEN_MEAN_DIFFERENCE, OK,
+                                 frame_health)
+
+rng = np.random.default_rng(7)
+PICTURE = (rng.random(160 * 90) * 255).astype(np.float32)
+
+
+def flat_with_spread(std: float) -> np.ndarray:
+    signs = np.where(np.arange(160 * 90) % 2 == 0, 1.0, -1.0)  # exact standard deviation
+    return (100.0 + std * signs).astype(np.float32)
+
+
+@pytest.mark.parametrize("std, expected", [(0.0, BLANK), (0.9 * BLANK_STD, BLANK),
+                                           (1.1 * BLANK_STD, OK), (40.0, OK)])
+def test_blank_is_a_spread_below_a_grey_level(std, expected):
+    assert frame_health(flat_with_spread(std), None) == expected
+
+
+@pytest.mark.parametrize("shift, expected", [(0.0, FROZEN), (0.8 * FROZEN_MEAN_DIFFERENCE, FROZEN),
+                                             (1.2 * FROZEN_MEAN_DIFFERENCE, OK), (3.0, OK)])
+def test_frozen_is_a_mean_difference_below_the_threshold(shift, expected):
+    # Half the pixels up and half down: the mean absolute difference is the shift itself.
+    signs = np.where(np.arange(PICTURE.size) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    assert frame_health(PICTURE + shift * signs, PICTURE) == expected
+
+
+def test_undecoded_frame_is_corrupt():
+    assert frame_health(None, PICTURE) == CORRUPT
