@@ -50,7 +50,7 @@ class Settings:
     duration: Time | None = None
     fps: float | None = None                  # frame rate of image sequences
     backend: str = "auto"
-    refit_every: int = 3
+    refit_every: int = 5
 
     def __post_init__(self) -> None:
         self.validate()

@@ -83,7 +83,7 @@ class SubspaceWindowDetector:
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.5,
                  admit_threshold: float = 4.5, absorb_after: int | None = 150,
-                 warmup: int | None = None, refit_every: int = 3, blocks: int = 6):
+                 warmup: int | None = None, refit_every: int = 5, blocks: int = 6):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
