@@ -12,6 +12,7 @@ import pytest
 
 from conftest import run_cli, sample
 from videvent import synthetic
+from videvent.output.annotate import CURSOR_BGR, StripChart
 from videvent.output.video import VideoWriter
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -154,3 +155,20 @@ def test_report_opens_in_a_real_browser(tmp_path):
     import cv2
     picture = cv2.imread(str(shot))
     assert picture is not None and picture.std() > 20  # not a blank page
+
+
+def test_strip_chart_is_blended_into_the_bottom_of_the_frame_with_a_cursor():
+    frames = np.arange(300)
+    scores = np.where((frames > 100) & (frames < 150), 12.0, 2.0)
+    chart = StripChart(320, 40, frames, scores, 7.0, [{"core_start_frame": 101,
+                                                      "core_end_frame": 149}])
+    image = np.full((240, 320, 3), 200, np.uint8)
+    chart.draw(image, 120)
+    assert (image[:-40] == 200).all()                          # above the chart: untouched
+    cursor = chart.x_of(120)
+    bottom = image[-40:].astype(int)
+    expected = (0.35 * 200 + 0.65 * chart._chart).astype(int)
+    away = np.ones(320, bool)
+    away[cursor - 2:cursor + 3] = False
+    assert np.abs(bottom[:, away] - expected[:, away]).max() <= 1
+    assert (np.abs(bottom[:, cursor] - np.array(CURSOR_BGR)) <= 1).all()

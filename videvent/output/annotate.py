@@ -124,7 +124,7 @@ class StripChart:
 
     def draw(self, image: np.ndarray, frame: int) -> None:
         region = image[-self.height:]
-        region[:] = (0.35 * region + 0.65 * self._chart).astype(np.uint8)
+        cv2.addWeighted(region, 0.35, self._chart, 0.65, 0.0, dst=region)  # in place
         x = self.x_of(frame)
         cv2.line(region, (x, 0), (x, self.height - 1), CURSOR_BGR, 2)
 
