@@ -51,6 +51,28 @@ def test_refit_gives_the_papers_subspace_of_the_window():
     assert recovery_error(projection @ U, detector.basis_.astype(np.float64)) < 1e-3
 
 
+def test_basis_stays_orthonormal_and_finite_when_the_window_spans_fewer_dimensions_than_rank():
+    rng = np.random.default_rng(2)
+    picture = scene(rng, 1)[0]
+    frames = np.outer(np.linspace(1, 2, 60), picture).astype(np.float32)  # a rank-1 window
+    detector = SubspaceWindowDetector(SHAPE, window=30, rank=3, admit_threshold=np.inf,
+                                      refit_every=1)
+    feed(detector, frames)
+    basis = detector.basis_.astype(np.float64)
+    assert np.isfinite(basis).all() and 1 <= basis.shape[1] <= 3
+    np.testing.assert_allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-4)
+    x = 1.5 * picture.astype(np.float64)
+    assert np.linalg.norm(x - basis @ (basis.T @ x)) < 1e-3 * np.linalg.norm(x)
+
+
+def test_basis_is_orthonormal_on_a_noisy_window():
+    detector = SubspaceWindowDetector(SHAPE, window=30, rank=3, admit_threshold=np.inf)
+    feed(detector, scene(np.random.default_rng(3), 60))
+    basis = detector.basis_.astype(np.float64)
+    assert basis.shape[1] == 3
+    np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-4)
+
+
 def test_an_event_longer_than_half_the_window_stays_flagged_to_its_end():
     rng = np.random.default_rng(2)
     frames = scene(rng, 300, event=(120, 230))  # 111 frames against a 60-frame window

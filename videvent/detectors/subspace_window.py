@@ -55,6 +55,9 @@ BRIGHTNESS_SCALE = 0.1
 MIN_HISTORY = 5
 # Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
 EIGENVALUE_RTOL = 1e-12
+# A basis vector whose squared length, nominally 1, comes out below this has collapsed:
+# float32 frames leave round-off of about 1e-7 there.
+COLLAPSED_DIRECTION = 1e-4
 
 
 class SubspaceWindowDetector:
@@ -225,11 +228,10 @@ class SubspaceWindowDetector:
         # Back to pixels without forming the k pixel-sized singular vectors:
         # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
         coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
-        coefficients = _orthonormalising(coefficients, self.gram_[:n, :n]).astype(np.float32)
         # One matrix-vector product per basis vector: BLAS reads the window once for each,
         # where a single (pixels x n) @ (n x rank) product runs two to three times slower.
-        rows = [column @ self.frames_[:n] for column in coefficients.T]
-        self.basis_ = (np.stack(rows) if rows else np.zeros((0, self.n_features), np.float32)).T
+        rows = [column @ self.frames_[:n] for column in coefficients.T.astype(np.float32)]
+        self.basis_ = _orthonormal_rows(np.stack(rows)).T
         self.n_refits_ += 1
 
     def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
@@ -320,23 +322,13 @@ class SubspaceWindowDetector:
         self._absorbed_pending = True
 
 
-def _orthonormalising(coefficients: np.ndarray, gram: np.ndarray) -> np.ndarray:
-    """Coefficients whose combinations of the window's frames are exactly orthonormal.
+def _orthonormal_rows(rows: np.ndarray) -> np.ndarray:
+    """Orthonormal rows spanning what ``rows`` span, from their small Gram matrix.
 
-    The pixel basis is ``X^T C``; its Gram matrix is ``C^T (X X^T) C``, which the window's Gram
-    matrix gives without touching a pixel. Round-off in the small eigenvalues leaves the basis
-    slightly skew; a Cholesky factor of that r x r matrix straightens it (Cholesky QR done in
-    coefficient space). Directions that collapsed to nothing are dropped.
+    The basis vectors come out of the eigenpairs nominally orthonormal; round-off in the small
+    eigenvalues leaves them slightly skew, and a window spanning fewer dimensions than the rank
+    gives directions that collapse to (numerically) nothing. Those are dropped, not blown up.
     """
-    basis_gram = coefficients.T @ gram @ coefficients
-    diagonal = np.diag(basis_gram)
-    keep = diagonal > 1e-8 * max(float(diagonal.max(initial=0.0)), 1e-30)
-    coefficients, basis_gram = coefficients[:, keep], basis_gram[np.ix_(keep, keep)]
-    try:
-        factor = np.linalg.cholesky(basis_gram)
-    except np.linalg.LinAlgError:
-        # Numerically dependent directions: keep an orthonormal basis of their span.
-        values, vectors = np.linalg.eigh(basis_gram)
-        kept = values > 1e-8 * max(float(values.max(initial=0.0)), 1e-30)
-        return coefficients @ (vectors[:, kept] / np.sqrt(values[kept]))
-    return np.linalg.solve(factor, coefficients.T).T
+    values, vectors = np.linalg.eigh((rows @ rows.T).astype(np.float64))
+    kept = values > COLLAPSED_DIRECTION * max(float(values.max(initial=0.0)), 1e-30)
+    return (vectors[:, kept] / np.sqrt(values[kept])).T.astype(np.float32) @ rows
