@@ -40,6 +40,7 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
+from .output.folder import partial_path, remove_stale
 from .output.report import html_page
 from .pipeline import RESULT_FILES, detect, frame_range, scan
 from .settings import Settings
@@ -371,10 +372,18 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
                 if progress is not None:
                     rate = frames_scanned / max(time.perf_counter() - scan_started, 1e-9)
                     progress(outcome, done, len(videos), rate)
-        finally:
+        except BaseException:
             client.close()
             if cluster is not None:
                 cluster.close()
+                # Its workers are gone: remove the staging folders of the videos they were
+                # scanning (a remote scheduler's workers may still be writing theirs).
+                for folder, _, _ in os.walk(out):
+                    remove_stale(folder)
+            raise
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
     summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
                            time.perf_counter() - started)
@@ -396,7 +405,7 @@ def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.partial")
+    temporary = partial_path(path)
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
 

@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, ScoresWriter, read_scores, write_events
+from .output.folder import check_destination
 from .preprocess import Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
 from .settings import Settings
@@ -362,22 +363,28 @@ def _picture(source: FrameSource, index: int) -> np.ndarray:
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
            compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
-           on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
+           on_start: Callable[[FrameSource], None] | None = None,
+           before_commit: Callable[[Path], None] | None = None) -> RunResult:
     """Find the events in a video, folder or pattern of images; write the result folder.
 
+    ``before_commit(staging folder)``: more work on the results (the exports) before they
+    are moved into place, so that its failure too leaves the result folder as it was.
     Raises ValueError (SourceError included) with a one-line message on bad input; the result
-    folder is then left as it was.
+    folder is then left as it was. An existing ``out_dir`` that videvent did not make is
+    refused before the source is opened.
     """
     settings = settings or Settings()
     compare = tuple(dict.fromkeys(compare))
+    destination = check_destination(out_dir if out_dir is not None else default_out_dir(spec))
     with open_source(spec, colour=settings.colour, backend=settings.backend,
                      fps=settings.fps) as source:
         if on_start is not None:
             on_start(source)
-        destination = Path(out_dir) if out_dir is not None else default_out_dir(spec)
         with ResultFolder(destination, replaces=RESULT_FILES) as folder:
             result = scan(source, settings, folder, compare=compare, progress=progress)
             write_events(folder.path("events.json"), result.to_dict())
+            if before_commit is not None:
+                before_commit(folder.staging)
             if plot:
                 from .output.report import write_plot, write_report  # matplotlib: when drawing
 

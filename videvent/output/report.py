@@ -18,6 +18,7 @@ import numpy as np
 
 from ..timecode import format_timecode
 from .events_json import read_events
+from .folder import partial_path
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"
@@ -159,7 +160,7 @@ def write_report(folder: str | os.PathLike) -> Path:
     """(Re)write ``report.html`` in the result folder, atomically."""
     folder = Path(folder)
     target = folder / REPORT_NAME
-    temporary = folder / f".{REPORT_NAME}.partial"
+    temporary = partial_path(target)
     temporary.write_text(render_report(folder), encoding="utf-8")
     os.replace(temporary, target)
     return target

@@ -1,0 +1,181 @@
+"""The README's guarantees, driven as a user meets them: nothing of the user's is replaced,
+bad names are refused before any work, nothing half-written is left (not even by a signal or
+a crash), and every error is one line with its documented exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import run_cli, sample
+from videvent.output import ResultFolder
+from videvent.output.video import VideoWriter
+from videvent.sources import open_source
+
+
+def one_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("videvent: error:"), result.stderr
+    return lines[0]
+
+
+def contents(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def leftovers(folder):
+    return [p for p in folder.rglob("*") if ".partial" in p.name]
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory):
+    """The walker clip four times over (1200 frames): long enough to be stopped midway."""
+    path = tmp_path_factory.mktemp("long") / "long.mp4"
+    with open_source(sample("walker")[0], colour=True) as source:
+        frames = [frame.image for frame in source.frames()]
+    writer = VideoWriter(path, frames[0].shape[1], frames[0].shape[0], 15)
+    for _ in range(4):
+        for image in frames:
+            writer.write(image)
+    writer.close()
+    return path
+
+
+def test_a_folder_videvent_did_not_make_is_refused_and_left_alone(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "annotated.mp4").write_bytes(b"my holiday video")
+    (mine / "thumbnails").mkdir()
+    (mine / "thumbnails" / "cat.jpg").write_bytes(b"my cat")
+    before = contents(mine)
+    result = run_cli("run", sample("walker")[0], "-d", mine, "--export-video")
+    assert result.returncode == 1
+    assert "did not write" in one_line(result) and str(mine) in one_line(result)
+    assert contents(mine) == before and not leftovers(tmp_path)
+    # An empty folder is fine, and a rerun replaces what videvent made there.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for _ in range(2):
+        result = run_cli("run", sample("walker")[0], "-d", empty, "-q")
+        assert result.returncode == 0, result.stderr
+    assert (empty / ".videvent-result").is_file() and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("options, message", [
+    (["-d", ""], "output folder name is empty"),
+    (["--export-clips", "--clip-template", "../{n}.mp4"], "without folders"),
+    (["--export-clips", "--clip-template", "/tmp/{video}{n}.mp4"], "without folders"),
+    (["--export-clips", "--clip-template", "{video.__class__}{n}.mp4"], "only {video} and {n}"),
+    (["--export-clips", "--clip-template", "{video[0]}{n}.mp4"], "only {video} and {n}"),
+    (["--export-clips", "--clip-template", "events.json"], "must contain {n}"),
+    (["--export-clips", "--clip-template", "{n}events.json"], "ending in .mp4"),
+    (["--export-clips", "--clip-template", "{n:q}.mp4"], "bad clip name template"),
+    (["--export-video", "SOURCE"], "would overwrite the source"),
+    (["--export-video", "nowhere/annotated.mp4"], "does not exist"),
+    (["--export-video", "annotated.avi"], "must end in .mp4"),
+])
+def test_every_output_name_is_checked_before_the_scan(tmp_path, options, message):
+    source = tmp_path / "clip.mp4"
+    source.write_bytes(sample("walker")[0].read_bytes())
+    options = [str(source) if o == "SOURCE" else o for o in options]
+    started = time.monotonic()
+    result = run_cli("run", source, *options, cwd=tmp_path)
+    assert result.returncode == 2 and message in one_line(result)
+    assert "Scanning" not in result.stderr and time.monotonic() - started < 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
+    assert source.read_bytes() == sample("walker")[0].read_bytes()
+
+
+def test_a_failed_move_into_place_leaves_the_earlier_folder_whole(tmp_path, monkeypatch):
+    destination = tmp_path / "result"
+    with ResultFolder(destination) as folder:
+        folder.path("events.json").write_text("old")
+        folder.path("clip.event001.mp4").write_text("old clip")
+    before = contents(destination)
+    real_rename = os.rename
+
+    def rename(source, target):
+        if os.fspath(source) == os.fspath(folder.staging):
+            raise OSError(28, "No space left on device")
+        return real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", rename)
+    folder = ResultFolder(destination, replaces=("events.json",))
+    folder.path("events.json").write_text("new")
+    with pytest.raises(ValueError, match="No space left on device.*as it was"):
+        folder.commit(("events.json",))
+    assert contents(destination) == before and not leftovers(tmp_path)
+    monkeypatch.setattr(os, "rename", real_rename)
+    # And a move that works: all new, the earlier clip kept beside it.
+    with ResultFolder(destination, replaces=("events.json",)) as folder:
+        folder.path("events.json").write_text("new")
+    assert (destination / "events.json").read_text() == "new"
+    assert (destination / "clip.event001.mp4").read_text() == "old clip"
+    assert not leftovers(tmp_path)
+
+
+def stop_midway(command, started, cwd=None):
+    """Start ``command``, wait until ``started()``, send SIGTERM; its exit code and stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "videvent", *map(str, command)],
+                               cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "finished before it could be stopped"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # what a batch's cluster left, if anything
+        except ProcessLookupError:
+            pass
+    return process.returncode, stderr
+
+
+def test_sigterm_stops_run_and_export_cleanly_and_a_crash_is_cleaned_up(tmp_path, long_clip):
+    out = tmp_path / "result"
+    assert run_cli("run", long_clip, "-d", out, "-q", "--start-time", "1000").returncode == 0
+    before = contents(out)
+    # run: stopped while it scans, the earlier results stay as they were.
+    code, stderr = stop_midway(["run", long_clip, "-d", out, "--export-video"],
+                               lambda: any(p.suffix == ".partial" for p in tmp_path.iterdir()))
+    assert code == 143 and stderr.strip().splitlines()[-1].startswith("videvent: stopped by "
+                                                                       "SIGTERM")
+    assert contents(out) == before and not leftovers(tmp_path)
+    # export: stopped while it encodes, no half-written video.
+    code, _ = stop_midway(["export", out], lambda: bool(leftovers(out)))
+    assert code == 143 and contents(out) == before and not leftovers(tmp_path)
+    # A run killed outright leaves its staging folder: the next run removes it, and only it.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    crashed = tmp_path / f".result.{dead}-x1y2.partial"
+    crashed.mkdir()
+    (crashed / ".videvent-result").write_text((out / ".videvent-result").read_text())
+    (out / f".annotated.mp4.{dead}.partial").write_bytes(b"half a video")
+    not_ours = tmp_path / f".result.{dead}-mine.partial"
+    not_ours.mkdir()
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+    assert run_cli("export", out, "-q", "--no-video").returncode == 0
+    assert leftovers(tmp_path) == [not_ours]
+
+
+def test_sigterm_stops_a_batch_and_leaves_no_staging_folder(tmp_path, long_clip):
+    pytest.importorskip("distributed")
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    (clips / "long.mp4").write_bytes(long_clip.read_bytes())
+    out = tmp_path / "out"
+    code, stderr = stop_midway(["batch", clips, "--out", out, "--workers", "1"],
+                               lambda: out.is_dir() and bool(leftovers(out)))
+    assert code == 143, stderr
+    assert stderr.strip().splitlines()[-1].startswith("videvent: stopped by SIGTERM")
+    assert not leftovers(out)
+
