@@ -4,6 +4,7 @@ a crash), and every error is one line with its documented exit code."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -179,3 +180,39 @@ def test_sigterm_stops_a_batch_and_leaves_no_staging_folder(tmp_path, long_clip)
     assert stderr.strip().splitlines()[-1].startswith("videvent: stopped by SIGTERM")
     assert not leftovers(out)
 
+
+def test_a_numbered_pattern_with_a_gap_is_read_whole_or_the_gap_is_named(tmp_path):
+    import cv2
+    import numpy as np
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    rng = np.random.default_rng(0)
+    for number in range(40):
+        if number != 20:
+            cv2.imwrite(str(frames / f"b{number:05d}.png"),
+                        rng.integers(0, 255, (48, 64), dtype=np.uint8))
+    pattern = frames / "b%05d.png"
+    result = run_cli("run", pattern, "-d", tmp_path / "out", "-q")
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert document["frames_read"] == 39
+    result = run_cli("run", pattern, "-d", tmp_path / "forced", "--backend", "opencv")
+    assert result.returncode == 1 and "no file for number 20" in one_line(result)
+
+
+def test_a_file_name_that_is_not_utf8_runs_exports_plots_and_batches(tmp_path):
+    pytest.importorskip("distributed")
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    name = os.fsdecode(b"caf\xe9 \xff.mp4")  # the bytes of a Latin-1 name, and worse
+    (archive / name).write_bytes(sample("walker")[0].read_bytes())
+    result = run_cli("run", archive / name, "--export-video", "--export-clips", "-q")
+    assert result.returncode == 0, result.stderr  # was a segfault in cv2.imwrite
+    out = archive / os.fsdecode(b"caf\xe9 \xff.videvent")
+    assert (out / "thumbnails" / "event001.jpg").read_bytes()[:2] == b"\xff\xd8"
+    assert (out / "residuals.png").is_file() and "caf\ufffd" in (out / "report.html").read_text()
+    result = run_cli("batch", archive, "--out", tmp_path / "batch", "--workers", "1", "-q")
+    assert result.returncode == 0, result.stderr
+    index = (tmp_path / "batch" / "index.csv").read_bytes()
+    assert b"caf\xe9 \xff.mp4,ok,1," in index  # the file's own bytes, to open it from there

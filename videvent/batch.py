@@ -388,8 +388,10 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
     summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
                            time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes))
-    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes))
+    # A file name that is not valid UTF-8 keeps its own bytes in the index (a program can
+    # open it from there); the page, for people, shows it with a replacement character.
+    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")
+    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes), "replace")
     return summary
 
 
@@ -404,9 +406,9 @@ def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
                          pure=False)
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, text: str, errors: str) -> None:
     temporary = partial_path(path)
-    temporary.write_text(text, encoding="utf-8")
+    temporary.write_text(text, encoding="utf-8", errors=errors)
     os.replace(temporary, path)
 
 

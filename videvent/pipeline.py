@@ -266,8 +266,11 @@ def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level:
                                       (colour.shape[1], colour.shape[0])))
     height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
     small = cv2.resize(shown, (THUMBNAIL_WIDTH, height), interpolation=cv2.INTER_AREA)
-    if not cv2.imwrite(str(path), small, [cv2.IMWRITE_JPEG_QUALITY, 88]):
-        raise OSError(f"cannot write {path}")
+    encoded, jpeg = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 88])
+    if not encoded:
+        raise ValueError(f"cannot encode the thumbnail {path}")
+    # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
+    Path(path).write_bytes(jpeg.tobytes())
 
 
 def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,

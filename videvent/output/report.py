@@ -29,12 +29,22 @@ def write_plot(folder: str | os.PathLike) -> None:
     from .plot import write_residual_plot  # matplotlib: imported only when drawing
 
     folder = Path(folder)
-    document = read_events(folder / "events.json")
+    document = _readable(read_events(folder / "events.json"))
     settings = document["settings"]
     write_residual_plot(folder / "residuals.png", read_scores(folder / "scores.csv"),
                         document["events"], threshold=settings["threshold"],
                         threshold_low=settings["threshold_low"],
                         title=_plot_title(document))
+
+
+def _readable(document: dict) -> dict:
+    """The document with the source's name and path fit for a page and a plot: a file name
+    that is not valid UTF-8 comes back from events.json with surrogates, which neither UTF-8
+    nor the plot's fonts can take."""
+    source = document["source"]
+    document["source"] = {**source, **{key: str(source[key]).encode(
+        "utf-8", "surrogateescape").decode("utf-8", "replace") for key in ("name", "uri")}}
+    return document
 
 
 def _plot_title(document: dict) -> str:
@@ -91,7 +101,7 @@ def _row(cells) -> str:
 
 def render_report(folder: str | os.PathLike) -> str:
     folder = Path(folder)
-    document = read_events(folder / "events.json")
+    document = _readable(read_events(folder / "events.json"))
     scores = read_scores(folder / "scores.csv")
     source, settings, events = document["source"], document["settings"], document["events"]
     escape = html.escape
