@@ -216,3 +216,65 @@ def test_a_file_name_that_is_not_utf8_runs_exports_plots_and_batches(tmp_path):
     assert result.returncode == 0, result.stderr
     index = (tmp_path / "batch" / "index.csv").read_bytes()
     assert b"caf\xe9 \xff.mp4,ok,1," in index  # the file's own bytes, to open it from there
+
+
+@pytest.mark.parametrize("url", ["notaurl", "file:///etc/passwd", "ftp://host/x", "http://"])
+def test_a_webhook_that_is_not_an_http_url_is_refused_up_front(tmp_path, url):
+    result = run_cli("watch", sample("walker")[0], "-d", tmp_path / "live", "--webhook", url)
+    assert result.returncode == 2 and "http:// or https://" in one_line(result)
+    assert not (tmp_path / "live").exists()
+
+
+def test_the_alert_thread_survives_any_receiver_and_never_follows_a_redirect_away(tmp_path):
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from videvent.alerts import AlertSinks
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path == "/away":  # send the alert to another host (127.0.0.2)
+                self.send_response(303)
+                self.send_header("Location", f"http://127.0.0.2:{self.server.server_port}/x")
+                self.end_headers()
+                return
+            received.append((self.headers["Host"], json.loads(body)["n"]))
+            self.send_response(200)
+            self.end_headers()
+
+        def do_GET(self):  # where urllib's redirects of a POST would go
+            received.append((self.headers["Host"], None))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    good = HTTPServer(("0.0.0.0", 0), Receiver)
+    threading.Thread(target=good.serve_forever, daemon=True).start()
+    garbage = socket.socket()  # answers every request with something that is not HTTP
+    garbage.bind(("127.0.0.1", 0))
+    garbage.listen()
+
+    def answer_garbage():
+        while True:
+            connection, _ = garbage.accept()
+            connection.recv(4096)
+            connection.sendall(b"SSH-2.0-OpenSSH_9.2\r\n\x00\xff garbage\r\n")
+            connection.close()
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    port = good.server_port
+    for n, url in enumerate([f"http://127.0.0.1:{garbage.getsockname()[1]}/",
+                             f"http://127.0.0.1:{port}/away", f"http://127.0.0.1:{port}/ok"]):
+        sinks = AlertSinks(tmp_path / f"alerts{n}.jsonl", webhook=url)
+        for _ in range(2):
+            sinks.send({"type": "start", "n": n})
+        sinks.close()
+        assert sinks.delivered + sinks.failed == 2 and (sinks.failed == 2) == (n < 2)
+    good.shutdown()
+    assert received == [(f"127.0.0.1:{port}", 2)] * 2  # nothing reached 127.0.0.2

@@ -255,6 +255,15 @@ def check_output_names(out_dir: str | None, export_video: str | None, clips: boo
         raise click.BadParameter(str(error), param_hint="'--export-video'") from None
 
 
+def _webhook(_ctx, _param, value):
+    from ..alerts import check_webhook
+
+    try:
+        return None if value is None else check_webhook(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
 @cli.command()
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
@@ -265,7 +274,8 @@ def check_output_names(out_dir: str | None, export_video: str | None, clips: boo
                    "on stdout.")
 @click.option("--on-event", "command", default=None, metavar="CMD",
               help="Run CMD for every alert, with its fields as VIDEVENT_* variables.")
-@click.option("--webhook", default=None, metavar="URL", help="POST every alert as JSON.")
+@click.option("--webhook", default=None, metavar="URL", callback=_webhook,
+              help="POST every alert as JSON (http:// or https://).")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
