@@ -278,3 +278,33 @@ def test_the_alert_thread_survives_any_receiver_and_never_follows_a_redirect_awa
         assert sinks.delivered + sinks.failed == 2 and (sinks.failed == 2) == (n < 2)
     good.shutdown()
     assert received == [(f"127.0.0.1:{port}", 2)] * 2  # nothing reached 127.0.0.2
+
+
+def test_a_scheduler_address_that_is_not_dask_times_out_with_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    import socket
+
+    from videvent import batch
+    from videvent.settings import Settings
+
+    silent = socket.socket()  # accepts connections, never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    monkeypatch.setattr(batch, "CONNECT_TIMEOUT_S", 2.0)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="cannot reach the Dask scheduler.*no answer within 3 s"):
+        batch.run_batch(batch.find_videos([str(sample("walker")[0])]), tmp_path / "out",
+                        Settings(), scheduler=f"tcp://127.0.0.1:{silent.getsockname()[1]}")
+    assert time.monotonic() - started < 10
+    silent.close()
+
+
+def test_batch_without_dask_says_how_to_install_it(tmp_path):
+    hidden = tmp_path / "no-dask" / "distributed"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named "
+                                        "'distributed'\", name='distributed')\n")
+    result = subprocess.run([sys.executable, "-m", "videvent", "batch", str(sample("walker")[0])],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(hidden.parent)})
+    assert result.returncode == 1 and "pip install 'videvent[batch]'" in one_line(result)

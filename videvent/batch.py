@@ -31,6 +31,7 @@ import io
 import json
 import math
 import os
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ INDEX_NAME = "index.csv"
 # Frames before each chunk that it decodes also, to check it against the previous chunk.
 BOUNDARY_CHECK = 4
 REPORT_NAME = "batch_report.html"
+# How long a scheduler has to answer before the batch gives up on it.
+CONNECT_TIMEOUT_S = 10.0
 INDEX_COLUMNS = ("video", "status", "event", "start_time_s", "end_time_s", "start_frame",
                  "end_frame", "peak_score", "result_dir", "error")
 
@@ -354,7 +357,7 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
                 cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                        threads_per_worker=1, processes=True,
                                        dashboard_address=None)
-            client = Client(cluster or scheduler, timeout="10s")
+            client = _connect(Client, cluster or scheduler)
         except (OSError, TimeoutError, ValueError) as error:
             if cluster is not None:
                 cluster.close()
@@ -393,6 +396,30 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
     _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")
     _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes), "replace")
     return summary
+
+
+def _connect(client_class, address):
+    """A Dask client, or TimeoutError: ``Client``'s own timeout does not cover a peer that
+    accepts the connection but never answers the handshake (anything but a scheduler), so
+    the client is made on a thread that is abandoned if it does not finish in time."""
+    timeout_s = CONNECT_TIMEOUT_S
+    made: list = []
+    maker = threading.Thread(target=lambda: made.append(_try(client_class, address, timeout_s)),
+                             name="videvent-connect", daemon=True)
+    maker.start()
+    maker.join(timeout_s * 1.5)  # the client's own timeout, and time to give its reason
+    if not made:
+        raise TimeoutError(f"no answer within {timeout_s * 1.5:g} s; is it a Dask scheduler?")
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]
+
+
+def _try(client_class, address, timeout_s: float):
+    try:
+        return client_class(address, timeout=f"{timeout_s}s")
+    except BaseException as error:  # handed to the caller, which raises it
+        return error
 
 
 def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
