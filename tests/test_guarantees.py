@@ -308,3 +308,31 @@ def test_batch_without_dask_says_how_to_install_it(tmp_path):
                             cwd=tmp_path, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(hidden.parent)})
     assert result.returncode == 1 and "pip install 'videvent[batch]'" in one_line(result)
+
+
+def test_export_refuses_a_replaced_source_and_a_live_one(tmp_path):
+    import numpy as np
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(sample("walker")[0].read_bytes())
+    out = tmp_path / "result"
+    assert run_cli("run", clip, "-d", out, "-q").returncode == 0
+    before = contents(out)
+    # Another video with as many frames, of the same size: the walker mirrored.
+    with open_source(sample("walker")[0], colour=True) as source:
+        frames = [np.ascontiguousarray(frame.image[:, ::-1]) for frame in source.frames()]
+    writer = VideoWriter(clip, frames[0].shape[1], frames[0].shape[0], 15)
+    for image in frames:
+        writer.write(image)
+    writer.close()
+    result = run_cli("export", out)
+    assert result.returncode == 1 and "source has changed" in one_line(result)
+    assert contents(out) == before and not leftovers(tmp_path)
+    # A watch session of a stream: its source cannot be read again.
+    document = json.loads((out / "events.json").read_text())
+    document["source"].update(uri="rtsp://127.0.0.1:9/cam", live=True)
+    (out / "events.json").write_text(json.dumps(document))
+    started = time.monotonic()
+    result = run_cli("export", out)
+    assert result.returncode == 1 and "live source" in one_line(result)
+    assert time.monotonic() - started < 20

@@ -21,7 +21,7 @@ from .output import read_events, read_scores
 from .output.folder import partial_path, remove_stale
 from .output.annotate import Annotator
 from .output.video import VideoWriter
-from .pipeline import RESULT_FILES, prepare_pass, score_frames
+from .pipeline import RESULT_FILES, fingerprint, prepare_pass, score_frames
 from .settings import Settings
 from .sources import open_source
 
@@ -96,6 +96,9 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     scores = read_scores(folder / "scores.csv")
     settings = _settings_of(document)
     uri = document["source"]["uri"]
+    if document["source"].get("live") and not os.path.isfile(uri):
+        raise ValueError(f"these results are from a live source ('{uri}'), which cannot be "
+                         f"read again; the clip of each event is in '{folder}'")
     if "://" not in uri and not uri.isdigit() and "%" not in uri and not os.path.exists(uri):
         raise ValueError(f"the source of these results is gone: '{uri}' does not exist")
     if clips:
@@ -122,9 +125,17 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
         clip_folder = Path(clips_dir) if clips_dir is not None else folder
         open_clip: tuple[dict, VideoWriter] | None = None
         frames_seen = 0
+        recorded = document["source"].get("fingerprint")
+        first_vectors: list = []
         try:
-            for frame, _, verdict in score_frames(run, explain=annotated is not None):
+            for frame, vector, verdict in score_frames(run, explain=annotated is not None):
                 frames_seen += 1
+                if recorded is not None and len(first_vectors) < len(recorded):
+                    first_vectors.append(vector)
+                    if len(first_vectors) == len(recorded) and not _same_fingerprint(
+                            fingerprint(first_vectors, run.frame_shape), recorded):
+                        raise ValueError("the source has changed since the run: its first "
+                                         "frames are not those the run scanned")
                 picture = frame.colour
                 if picture is None:  # undecodable frame: keep the timeline, show black
                     picture = np.zeros((source.height, source.width, 3), np.uint8)
@@ -161,6 +172,11 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                 regions_file.close()
                 Path(regions_file.name).unlink(missing_ok=True)
     return written
+
+
+def _same_fingerprint(ours: list, recorded: list) -> bool:
+    return all((a is None) == (b is None) and (a is None or np.allclose(a, b, atol=2e-3))
+               for a, b in zip(ours, recorded))
 
 
 def _feed_clip(open_clip, events, index, picture, folder, template, source, written):

@@ -387,7 +387,8 @@ class _SessionState:
         source = self.run.source
         document = {
             "videvent_version": __version__,
-            "source": {"uri": source.uri, "name": source.name, "fps": source.fps,
+            "source": {"uri": os.path.abspath(source.uri) if os.path.exists(source.uri)
+                       else source.uri, "name": source.name, "fps": source.fps,
                        "frame_count": None, "width": source.width, "height": source.height,
                        "working_width": self.run.frame_shape[1],
                        "working_height": self.run.frame_shape[0], "first_frame": self.run.start,

@@ -253,6 +253,20 @@ class PeakFrames:
         return None if found is None else found[1:]
 
 
+# Frames at the start of a pass whose picture statistics are recorded in events.json, so an
+# export can tell that the source was replaced by another video with as many frames.
+FINGERPRINT_FRAMES = 8
+
+
+def fingerprint(vectors: list[np.ndarray | None], shape: tuple[int, ...]
+                ) -> list[list[float] | None]:
+    """Each working frame shrunk to 4x4 pixels (None for a frame without a picture): close
+    enough to survive another decoder's rounding, far enough to tell two videos apart."""
+    return [None if v is None else np.round(cv2.resize(
+        v.reshape(shape).astype(np.float32), (4, 4), interpolation=cv2.INTER_AREA), 4
+    ).ravel().tolist() for v in vectors]
+
+
 def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level: float) -> None:
     """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
     from .output.annotate import changed_regions, draw_boxes, heat_overlay
@@ -298,6 +312,7 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     peaks = PeakFrames()
     absorbed: list[dict] = []
     frames_read = 0
+    first_vectors: list[np.ndarray | None] = []
 
     def write_decided(decisions) -> None:
         for decision in decisions:
@@ -328,6 +343,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                         if frame_score.status in ("blank", "corrupt", "frozen") else "ok").residual
                 compare_rows.write(f"{frame.index}," + ",".join(
                     f"{residuals[m]:.6g}" for m in compare) + "\n")
+            if len(first_vectors) < FINGERPRINT_FRAMES:
+                first_vectors.append(vector)
             pending.append(frame_score)
             write_decided(segmenter.update(frame.index, frame.time_s, frame_score.score,
                                            absorbed=frame_score.absorbed))
@@ -349,6 +366,7 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         "width": source.width, "height": source.height, "working_width": width,
         "working_height": height, "first_frame": run.start,
         "absorb_after_frames": run.detector.absorb_after,
+        "fingerprint": fingerprint(first_vectors, run.frame_shape),
     }
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
