@@ -336,3 +336,20 @@ def test_export_refuses_a_replaced_source_and_a_live_one(tmp_path):
     result = run_cli("export", out)
     assert result.returncode == 1 and "live source" in one_line(result)
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("height", [16, 5])
+def test_export_video_of_frames_under_24_pixels_high(tmp_path, height):
+    import numpy as np
+
+    clip = tmp_path / "strip.mp4"
+    writer = VideoWriter(clip, 64, height, 15)
+    for index in range(60):
+        image = np.full((height, 64, 3), 90, np.uint8)
+        image[:, index:index + 4] = 250
+        writer.write(image)
+    writer.close()
+    result = run_cli("run", clip, "-d", tmp_path / "out", "--export-video", "-q")
+    assert result.returncode == 0, result.stderr
+    with open_source(tmp_path / "out" / "annotated.mp4") as annotated:
+        assert annotated.frame_count == 60 and annotated.height == height + height % 2
