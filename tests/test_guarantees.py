@@ -353,3 +353,15 @@ def test_export_video_of_frames_under_24_pixels_high(tmp_path, height):
     assert result.returncode == 0, result.stderr
     with open_source(tmp_path / "out" / "annotated.mp4") as annotated:
         assert annotated.frame_count == 60 and annotated.height == height + height % 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rank = 3.7\n", "rank must be a whole number, got 3.7"),
+    ('threshold = 9\n[run]\nmethod = "ancp"\n', "'threshold' is outside the [run] table"),
+])
+def test_a_config_value_is_never_cut_or_dropped(tmp_path, text, message):
+    config = tmp_path / "videvent.toml"
+    config.write_text(text)
+    result = run_cli("run", sample("walker")[0], "-c", config, "-d", tmp_path / "out")
+    assert result.returncode == 2 and message in one_line(result)
+    assert not (tmp_path / "out").exists()
