@@ -365,3 +365,21 @@ def test_a_config_value_is_never_cut_or_dropped(tmp_path, text, message):
     result = run_cli("run", sample("walker")[0], "-c", config, "-d", tmp_path / "out")
     assert result.returncode == 2 and message in one_line(result)
     assert not (tmp_path / "out").exists()
+
+
+def test_names_and_values_from_files_are_never_formulas_or_markup(tmp_path):
+    import csv
+
+    from videvent.batch import Video, VideoOutcome, index_csv
+    from videvent.output.report import write_report
+
+    outcome = VideoOutcome(Video("=HYPERLINK(\"http://x\")-cam.mp4", "=cam"), error="@bad")
+    [row] = list(csv.DictReader(index_csv([outcome]).splitlines()))
+    assert row["video"] == "'=HYPERLINK(\"http://x\")-cam.mp4" and row["error"] == "'@bad"
+    out = tmp_path / "result"
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q", "--no-plot").returncode == 0
+    document = json.loads((out / "events.json").read_text())
+    document["events"][0]["start_timecode"] = "<script>alert(1)</script>"
+    (out / "events.json").write_text(json.dumps(document))
+    page = write_report(out).read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page

@@ -447,17 +447,24 @@ def index_csv(outcomes: list[VideoOutcome]) -> str:
     writer.writerow(INDEX_COLUMNS)
     for outcome in outcomes:
         video = outcome.video
+        spec, result_dir = _text_cell(video.spec), _text_cell(video.result_dir)
         if outcome.error is not None:
-            writer.writerow((video.spec, "failed", "", "", "", "", "", "", "", outcome.error))
+            writer.writerow((spec, "failed", "", "", "", "", "", "", "",
+                             _text_cell(outcome.error)))
             continue
         if not outcome.events:
-            writer.writerow((video.spec, "ok", "", "", "", "", "", "", video.result_dir, ""))
+            writer.writerow((spec, "ok", "", "", "", "", "", "", result_dir, ""))
         for event in outcome.events:
-            writer.writerow((video.spec, "ok", event["number"], f"{event['start_time_s']:.3f}",
+            writer.writerow((spec, "ok", event["number"], f"{event['start_time_s']:.3f}",
                              f"{event['end_time_s']:.3f}", event["start_frame"],
-                             event["end_frame"], f"{event['peak_score']:.3f}",
-                             video.result_dir, ""))
+                             event["end_frame"], f"{event['peak_score']:.3f}", result_dir, ""))
     return buffer.getvalue()
+
+
+def _text_cell(text: str) -> str:
+    """A file name or message for a spreadsheet: one starting with = + - @ (a formula to
+    Excel or LibreOffice, which would run it) is quoted with a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _timeline(outcome: VideoOutcome) -> str:

@@ -146,10 +146,12 @@ def render_report(folder: str | os.PathLike) -> str:
             picture = (f"<img class='thumb' alt='event {event['number']} peak' "
                        f"src='{_image_data(thumbnail)}'>" if thumbnail.is_file() else "")
             note = " (lasting change, absorbed)" if event["absorbed"] else ""
-            parts.append(_row([event["number"], event["start_timecode"], event["end_timecode"],
-                               f"{event['duration_s']:.2f} s", f"{event['start_frame']}–"
-                               f"{event['end_frame']}", f"{event['peak_score']:.1f}{note}",
-                               f"{event['peak_frame']}<br>{picture}"]))
+            # events.json may have been edited: every value from it is text, never markup.
+            cell = lambda key: escape(str(event[key]))  # noqa: E731
+            parts.append(_row([cell("number"), cell("start_timecode"), cell("end_timecode"),
+                               f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
+                               f"{cell('end_frame')}", f"{event['peak_score']:.1f}{note}",
+                               f"{cell('peak_frame')}<br>{picture}"]))
         parts.append("</table>")
     else:
         parts.append("<p>No events.</p>")
