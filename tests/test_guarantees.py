@@ -383,3 +383,12 @@ def test_names_and_values_from_files_are_never_formulas_or_markup(tmp_path):
     (out / "events.json").write_text(json.dumps(document))
     page = write_report(out).read_text()
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+@pytest.mark.parametrize("options", [["--absorb-after", "0"], ["-t", "nan"],
+                                     ["-st", "10s", "-et", "5s"]])
+def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path, options):
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-q", *options)
+    assert result.returncode == 2, result.stderr
+    one_line(result)
+    assert not (tmp_path / "out").exists() and not leftovers(tmp_path)

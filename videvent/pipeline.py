@@ -28,7 +28,7 @@ from .output import ResultFolder, ScoresWriter, read_scores, write_events
 from .output.folder import check_destination
 from .preprocess import Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
-from .settings import Settings
+from .settings import SettingError, Settings
 from .sources import Frame, FrameSource, open_source
 from .timecode import format_timecode
 
@@ -297,8 +297,11 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
     decoded again from ``source`` for its thumbnail.
     """
-    run = prepare_pass(source, settings)
-    segmenter = build_segmenter(settings, source.fps)
+    try:
+        run = prepare_pass(source, settings)
+        segmenter = build_segmenter(settings, source.fps)
+    except ValueError as error:  # the settings, in frames of this source, do not work
+        raise SettingError(str(error)) from None
     writer = ScoresWriter(folder.path("scores.csv"))
     thumbnails = folder.path("thumbnails")
     thumbnails.mkdir()

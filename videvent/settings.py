@@ -24,6 +24,11 @@ else:  # pragma: no cover - Python 3.10
 Time = str | int
 
 
+class SettingError(ValueError):
+    """A setting that cannot work with this source (found once it is open, e.g. a range
+    whose end is before its start at its frame rate): bad usage, not bad input."""
+
+
 @dataclass
 class Settings:
     """Settings of a detection run; see ``videvent run --help`` for each one's meaning."""

@@ -19,7 +19,7 @@ from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, expor
 from ..output import read_events
 from ..output.report import write_plot, write_report
 from ..pipeline import detect
-from ..settings import Settings, load_config
+from ..settings import SettingError, Settings, load_config
 from ..timecode import format_timecode
 
 TIME_HELP = "frames, seconds ('12.3s') or a timecode ('HH:MM:SS.mmm')"
@@ -227,6 +227,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
                         progress=progress.update, on_start=started,
                         before_commit=export_before_commit
                         if export_video is not None or clips else None)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise _bad_input(error) from None
     finally:

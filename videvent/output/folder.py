@@ -73,10 +73,10 @@ def check_destination(destination: str | os.PathLike) -> Path:
 
 
 def mark(folder: Path) -> None:
-    """Mark ``folder`` as videvent's (with who made it, for ``remove_stale``)."""
+    """Mark ``folder`` as videvent's (with the machine that made it, for ``remove_stale``;
+    which process did is in the staging folder's name)."""
     (folder / MARKER).write_text(
-        _MARKER_TEXT + json.dumps({"host": socket.gethostname(), "pid": os.getpid()}) + "\n",
-        encoding="utf-8")
+        _MARKER_TEXT + json.dumps({"host": socket.gethostname()}) + "\n", encoding="utf-8")
 
 
 def _alive(pid: int) -> bool:
