@@ -9,6 +9,8 @@ notebook, tagged ``results``, prints its key numbers as one line of JSON, checke
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,23 @@ def test_api_tour(tmp_path, monkeypatch):
     assert start <= first + 5 and end >= last - 5
     # The result folder went to the temporary directory, not beside the clip.
     assert (tmp_path / "out" / "walker.videvent" / "report.html").is_file()
+
+
+def test_drawing_residuals_png_leaves_the_notebook_backend_alone(tmp_path):
+    """detect() draws residuals.png; that must not switch matplotlib's backend, or a notebook's
+    own figures stop showing after the first detect()."""
+    script = f"""
+import matplotlib
+matplotlib.use("svg")   # stands for a notebook's inline backend: anything but Agg
+import numpy as np
+from videvent.output.plot import write_residual_plot
+frames = np.arange(5)
+scores = {{"frame": frames, "residual": np.full(5, 0.1), "score": np.zeros(5),
+          "status": np.array(["ok"] * 5), "absorbed": np.zeros(5, dtype=bool)}}
+write_residual_plot({str(tmp_path / "residuals.png")!r}, scores, [], threshold=8.0)
+print(matplotlib.get_backend())
+"""
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True).stdout.split()[-1]
+    assert shown == "svg"
+    assert (tmp_path / "residuals.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
