@@ -1,5 +1,5 @@
 """The notebooks in notebooks/ run top to bottom (at VIDEVENT_NOTEBOOK_SIZE=small) and show
-what they claim; the committed notebooks carry no outputs.
+what they claim; the committed notebooks carry the outputs of their full-size run.
 
 Each notebook is executed in memory with nbclient, in the notebooks folder, and never saved;
 result folders go to a temporary directory (VIDEVENT_NOTEBOOK_OUT). The last cell of every
@@ -50,16 +50,39 @@ def test_every_notebook_is_tested():
 
 
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda path: path.name)
-def test_committed_notebooks_have_no_outputs(path):
+def test_committed_notebooks_carry_their_full_size_run(path):
+    """A reader sees the figures without running anything: every code cell was executed, in
+    order, and the saved results are those of the full size, not the tests' small one."""
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [], f"{path.name}: a cell has outputs; clear them"
-            assert cell.execution_count is None, f"{path.name}: a cell has an execution count"
     parameters = [cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", [])]
     assert len(parameters) == 1
     assert 'os.environ.get("VIDEVENT_NOTEBOOK_SIZE", "full")' in parameters[0].source
+    counts = [cell.execution_count for cell in nb.cells if cell.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: not run top to bottom"
+    for cell in nb.cells:
+        assert not any(output.output_type == "error" for output in cell.get("outputs", [])), \
+            f"{path.name}: a cell failed"
+    full_run = FULL_RUN.get(path.stem)
+    if full_run is not None:
+        assert full_run(saved_results(nb)), f"{path.name}: saved at the small size"
+
+
+# What only the full size has, per notebook (waving_tree and api_tour differ in the solver only).
+FULL_RUN = {
+    "noisy_data": lambda results: results["n_trials"] == 20,
+    "phase_transition": lambda results: results["n_trials"] == 20,
+    "compare_scores": lambda results: results["n_trials"] == 100,
+    "running_time": lambda results: "1000x1500" in results["timings"],
+}
+
+
+def saved_results(nb) -> dict:
+    """The JSON line the ``results`` cell printed when the notebook was saved."""
+    cell, = [cell for cell in nb.cells if "results" in cell.metadata.get("tags", [])]
+    text = "".join(output.get("text", "") for output in cell.outputs
+                   if output.output_type == "stream" and output.name == "stdout")
+    return json.loads(text.strip().splitlines()[-1])
 
 
 def test_waving_tree(tmp_path, monkeypatch):
@@ -107,6 +130,9 @@ def test_noisy_data(tmp_path, monkeypatch):
         assert random[f"{name}, r_d = r"][0] > random[name][0], name
     diagnosis = summary["diagnosis_outliers_in_top"]
     assert diagnosis["s1/20 rule"] > 25 and diagnosis["r_d = r"] == 0
+    # iSearch, reduced to the same r_d directions (the paper's Remark), behaves like ANCP.
+    for isearch, ancp in zip(random["iSearch"], random["ANCP"]):
+        assert abs(isearch - ancp) <= 1 / 3
 
 
 def test_phase_transition(tmp_path, monkeypatch):
@@ -119,7 +145,7 @@ def test_phase_transition(tmp_path, monkeypatch):
     # Exact means round-off, failure means a wrong subspace: nothing in between, so the
     # threshold does not decide the picture.
     exact_at_most, failed_at_least = summary["error_gap"]
-    assert exact_at_most < 1e-12 and failed_at_least > 1e-2
+    assert exact_at_most < 1e-10 and failed_at_least > 1e-2
 
 
 def test_running_time(tmp_path, monkeypatch):
