@@ -24,8 +24,7 @@ from .alerts import AlertSinks
 from .output import ScoresWriter, write_events
 from .output.folder import check_destination, mark, partial_path, remove_stale
 from .output.video import VideoWriter
-from .pipeline import (PeakFrames, ProblemRuns, build_segmenter, prepare_pass,
-                       write_thumbnail)
+from .pipeline import PeakFrames, ProblemRuns, prepare, write_thumbnail
 from .preprocess import frame_health
 from .segmenter import Event
 from .settings import Settings
@@ -107,6 +106,13 @@ class LiveMonitor:
         self.summary = SessionSummary()
         self._stop = threading.Event()
         self._source = self._open()   # raises SourceError now, before anything is written
+        try:
+            # Settings that cannot work at this source's frame rate: refused (SettingError)
+            # before the result folder exists.
+            self._prepared = prepare(self._source, settings)
+        except ValueError:
+            self._source.close()
+            raise
         if out_dir is None:
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
             out_dir = f"watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -188,8 +194,7 @@ class LiveMonitor:
     def run(self) -> SessionSummary:
         settings, source = self.settings, self._source
         fps = source.fps
-        run = prepare_pass(source, settings)
-        segmenter = build_segmenter(settings, fps)
+        run, segmenter = self._prepared
         pre_roll = settings.frames("time_before_event", fps)
         writer = ScoresWriter(self.out_dir / "scores.csv")
         buffer = _DropOldestBuffer(BUFFER_FRAMES)
@@ -358,9 +363,10 @@ class _SessionState:
         self.clip = (number, writer)
 
     def _close_clip(self) -> None:
-        if self.clip is not None:
-            self.clip[1].close()
-            self.clip = None
+        # Forgotten before closing: a clip that failed to close (disk full) is not closed twice.
+        clip, self.clip = self.clip, None
+        if clip is not None:
+            clip[1].close()
 
     def _event_done(self, event: Event) -> None:
         if self.clip is not None and self.clip[0] == event.number:

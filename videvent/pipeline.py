@@ -152,6 +152,15 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
                 build_detector(settings, shape, source.fps))
 
 
+def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
+    """The pass and the segmenter of ``settings`` on ``source``; SettingError if the settings,
+    in frames of this source, cannot work (bad usage: callers check this before writing)."""
+    try:
+        return prepare_pass(source, settings), build_segmenter(settings, source.fps)
+    except ValueError as error:
+        raise SettingError(str(error)) from None
+
+
 def score_frames(run: Pass, *, explain: bool | float = False,
                  decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
                  ) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
@@ -297,11 +306,7 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
     decoded again from ``source`` for its thumbnail.
     """
-    try:
-        run = prepare_pass(source, settings)
-        segmenter = build_segmenter(settings, source.fps)
-    except ValueError as error:  # the settings, in frames of this source, do not work
-        raise SettingError(str(error)) from None
+    run, segmenter = prepare(source, settings)
     writer = ScoresWriter(folder.path("scores.csv"))
     thumbnails = folder.path("thumbnails")
     thumbnails.mkdir()

@@ -17,6 +17,7 @@ from .. import __version__
 from ..detectors.subspace_window import METHODS
 from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
 from ..output import read_events
+from ..output.folder import public_name
 from ..output.report import write_plot, write_report
 from ..pipeline import detect
 from ..settings import SettingError, Settings, load_config
@@ -311,6 +312,8 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                               max_reconnects=max_reconnects, max_frames=max_frames, clips=not no_clips, show=show,
                               alerts={"json_lines": json_lines, "command": command,
                                       "webhook": webhook}, status=status)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise _bad_input(error) from None
     for signal_number in (signal.SIGINT, signal.SIGTERM):
@@ -440,6 +443,10 @@ def main() -> None:
         name = signal.Signals(stop.signal_number).name
         click.echo(f"videvent: stopped by {name}; nothing half-written was left", err=True)
         sys.exit(128 + stop.signal_number)
+    except OSError as error:  # disk full, read-only, a folder gone: ordinary, and named
+        where = f"'{public_name(os.fsdecode(error.filename))}': " if error.filename else ""
+        click.echo(f"videvent: error: {where}{error.strerror or error}", err=True)
+        sys.exit(1)
     except Exception as error:  # noqa: BLE001 - an unexpected failure is still one line
         if os.environ.get("VIDEVENT_DEBUG"):
             raise
