@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -481,3 +482,22 @@ def test_an_on_event_hook_does_not_outlive_watch(tmp_path):
     started = [int(line) for line in pids.read_text().split()]
     assert started
     assert not [pid for pid in started if _running(pid)]
+
+
+def test_ffmpeg_and_opencv_log_lines_never_reach_stderr(tmp_path):
+    # moov atom not found: an MP4 whose index is missing.
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(sample("walker")[0].read_bytes()[:20_000])
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: FFmpeg's tcp layer logs "Connection refused"
+    for command in (["run", broken], ["run", broken, "-q"],
+                    ["run", broken, "--backend", "opencv"],
+                    ["watch", f"rtsp://127.0.0.1:{port}/x", "--max-reconnects", "0"],
+                    ["watch", f"http://127.0.0.1:{port}/x", "--max-reconnects", "0", "-q"],
+                    ["watch", "7", "--max-reconnects", "0"]):  # a camera probe: no /dev/video7
+        result = run_cli(*command, "-d", tmp_path / "out")
+        assert result.returncode == 1
+        assert "cannot open" in one_line(result)
+    assert not (tmp_path / "out").exists()

@@ -55,6 +55,11 @@ class RunResult:
     frame_problems: list[dict]
     compare: list[str] = field(default_factory=list)
     out_dir: Path | None = None
+    # Runs of frames the detector could not score yet (it was learning the background).
+    warmup: list[dict] = field(default_factory=list)
+    frames_scored: int = 0
+    # Frames the container announced in the range scanned (None: it did not say).
+    frames_expected: int | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -65,6 +70,8 @@ class RunResult:
             "events": [event.to_dict() for event in self.events],
             "absorbed": self.absorbed,
             "frame_problems": self.frame_problems,
+            "warmup": self.warmup,
+            "frames_scored": self.frames_scored,
             "compare": self.compare,
         }
 
@@ -211,9 +218,11 @@ def _read_on_a_thread(run: Pass) -> Iterator[tuple[Frame, np.ndarray | None]]:
 
 
 class ProblemRuns:
-    """Runs of blank, frozen or corrupt frames, for events.json and the report."""
+    """Runs of blank, frozen or corrupt frames (or of other ``statuses``), for events.json
+    and the report."""
 
-    def __init__(self):
+    def __init__(self, statuses: tuple[str, ...] = ("blank", "frozen", "corrupt")):
+        self.statuses = statuses
         self.runs: list[dict] = []
         self._open: dict | None = None
 
@@ -222,7 +231,7 @@ class ProblemRuns:
         run = self._open
         if run is not None and (run["status"] != status or score.index != run["end_frame"] + 1):
             self._open = run = None
-        if status in ("blank", "frozen", "corrupt"):
+        if status in self.statuses:
             if run is None:
                 self._open = {"status": status, "start_frame": score.index,
                               "end_frame": score.index, "start_time_s": score.time_s,
@@ -317,9 +326,10 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
     pending: deque[FrameScore] = deque()
     problems = ProblemRuns()
+    warmup = ProblemRuns(("warmup",))
     peaks = PeakFrames()
     absorbed: list[dict] = []
-    frames_read = 0
+    frames_read = frames_scored = 0
     first_vectors: list[np.ndarray | None] = []
 
     def write_decided(decisions) -> None:
@@ -342,6 +352,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                 absorbed.append({"frame": frame.index, "time_s": frame.time_s,
                                  "timecode": format_timecode(frame.time_s)})
             problems.add(frame_score)
+            warmup.add(frame_score)
+            frames_scored += frame_score.status == "ok"
             peaks.add(frame, frame_score)
             if compare_rows:
                 residuals = {settings.method: frame_score.residual}
@@ -376,9 +388,15 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         "absorb_after_frames": run.detector.absorb_after,
         "fingerprint": fingerprint(first_vectors, run.frame_shape),
     }
+    expected = None
+    if source.frame_count:
+        expected = max(0, (source.frame_count if run.end is None
+                           else min(run.end, source.frame_count)) - run.start)
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
-                     frame_problems=problems.runs, compare=list(compare))
+                     frame_problems=problems.runs, compare=list(compare),
+                     warmup=warmup.runs, frames_scored=frames_scored,
+                     frames_expected=expected)
 
 
 def _picture(source: FrameSource, index: int) -> np.ndarray:

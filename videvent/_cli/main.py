@@ -19,7 +19,7 @@ from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, expor
 from ..output import read_events
 from ..output.folder import public_name
 from ..output.report import write_plot, write_report
-from ..pipeline import detect
+from ..pipeline import detect, frame_range
 from ..settings import SettingError, Settings, load_config
 from ..timecode import format_timecode
 
@@ -205,10 +205,13 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     progress = Progress(quiet)
 
     def started(src) -> None:
+        to_scan = frames_to_scan(settings, src)
         if not quiet:
             click.echo(f"Scanning {src.name}: {src.width}x{src.height}, {src.fps:g} fps"
-                       + (f", {src.frame_count} frames" if src.frame_count else ""), err=True)
-        progress.start("frames", src.frame_count)
+                       + (f", {_frames(to_scan)}" if to_scan else "")
+                       + (f" of {src.frame_count}" if to_scan and to_scan != src.frame_count
+                          else ""), err=True)
+        progress.start("frames", to_scan)
 
     exported: list[tuple[bool, Path | str]] = []  # (in the result folder?, path)
 
@@ -234,10 +237,23 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         raise _bad_input(error) from None
     finally:
         progress.finish()
+    warn_if_short(result, source)
     if not quiet:
         print_summary(result)
         for staged, path in exported:
             click.echo(f"Wrote {os.fspath(result.out_dir / path if staged else path)}")
+
+
+def frames_to_scan(settings: Settings, source) -> int | None:
+    """Frames the range given (``-st``/``-et``/``-dt``) covers in ``source``, by its frame
+    count; None when the count is unknown (or the range is wrong, which the run reports)."""
+    try:
+        start, end = frame_range(settings, source.fps)
+    except ValueError:
+        return None
+    if not source.frame_count:
+        return None if end is None else end - start
+    return max(0, min(end or source.frame_count, source.frame_count) - start)
 
 
 def check_output_names(out_dir: str | None, export_video: str | None, clips: bool,
@@ -377,10 +393,37 @@ def report_command(result_dir: str) -> None:
         raise BadInput(str(error).splitlines()[0]) from None
 
 
+def warn_if_short(result, spec: str) -> None:
+    """A file that ends before the frame its container announced: said on stderr, even with
+    -q (the run is complete, but of less of the video than the user thinks)."""
+    expected = result.frames_expected
+    if expected and result.frames_read < expected:
+        click.echo(f"videvent: warning: '{spec}' ends early: {result.frames_read} of the "
+                   f"{expected} frames its container announces could be read (a truncated "
+                   f"or damaged file?)", err=True)
+
+
+def _frames(count: int) -> str:
+    return f"{count} frame{'' if count == 1 else 's'}"
+
+
 def print_summary(result) -> None:
     events = result.events
-    click.echo(f"{result.frames_read} frames scanned, {len(events)} event"
-               f"{'' if len(events) == 1 else 's'} found.")
+    read, scored = result.frames_read, result.frames_scored
+    if scored == 0:
+        # "0 events" would claim the video was looked at.
+        click.echo(f"{_frames(read)} read, none could be scored: the detector was still "
+                   f"learning the background (warm-up) or no frame had a usable picture; a "
+                   f"longer video, or a smaller -w/--window, gives it frames to score.")
+    else:
+        click.echo(f"{_frames(read)} scanned"
+                   + (f" ({scored} scored)" if scored < read else "")
+                   + f", {len(events)} event{'' if len(events) == 1 else 's'} found.")
+    for run_ in result.warmup if scored else ():
+        click.echo(f"Not scored, warm-up (learning the background): frames "
+                   f"{run_['start_frame']}-{run_['end_frame']} "
+                   f"({format_timecode(run_['start_time_s'])}-"
+                   f"{format_timecode(run_['end_time_s'])}); an event there is not seen.")
     if events:
         click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
                    f"{'peak':>7}")
@@ -417,6 +460,19 @@ def _stop(signal_number: int, _frame) -> None:
     raise Stopped(signal_number)
 
 
+def _silence_native_logs() -> None:
+    """Keep OpenCV's and its FFmpeg's own log lines (``moov atom not found``, ``[tcp @ 0x..]
+    Connection refused``, camera probes) off stderr: they would break the one-line promise,
+    and every failure they describe becomes videvent's own message. Set in the environment
+    too, so that batch's worker processes inherit it; before any capture is opened, which is
+    when OpenCV reads its FFmpeg level. PyAV logs nothing unless asked (``av.logging``)."""
+    import cv2
+
+    os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")   # AV_LOG_QUIET
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+
+
 def main() -> None:
     """Entry point with the last line of defence: no traceback ever reaches the user.
 
@@ -426,6 +482,8 @@ def main() -> None:
     """
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, _stop)
+    if not os.environ.get("VIDEVENT_DEBUG"):
+        _silence_native_logs()
     try:
         cli.main(standalone_mode=False)
     except click.UsageError as error:
