@@ -39,6 +39,24 @@ def test_sample_clip_frame_level_precision_and_recall(tmp_path, name):
     assert "event found" in result.stdout or "events found" in result.stdout
 
 
+def test_the_demo_clip_real_footage_its_visit_is_found(tmp_path):
+    """The README's first command, on real footage: the person's visit is one event, and
+    nothing is flagged away from it."""
+    path, truth = sample("person_visit")
+    result, scores, events = run_and_read(tmp_path, path)
+    count = truth["frame_count"]
+    assert len(scores["frame"]) == count
+    visit = truth_mask(truth["event_frames"], count)
+    judged = ~truth_mask(truth["uncertain"], count)  # entry and exit: either call is right
+    precision, recall = precision_recall(scores["flagged"] & judged, visit & judged)
+    assert precision >= 0.9 and recall >= 0.6, (precision, recall)
+    [[first, last]] = truth["event_frames"]
+    fps = truth["fps"]
+    flagged = np.flatnonzero(scores["flagged"])
+    assert flagged.min() >= first - fps and flagged.max() <= last + fps
+    assert any(e["start_frame"] <= last and e["end_frame"] >= first for e in events["events"])
+
+
 def test_an_event_longer_than_half_the_window_is_flagged_to_its_end(tmp_path):
     path, truth = sample("long_event")
     [[first, last]] = truth["event_frames"]

@@ -221,16 +221,22 @@ class ProblemRuns:
     """Runs of blank, frozen or corrupt frames (or of other ``statuses``), for events.json
     and the report."""
 
-    def __init__(self, statuses: tuple[str, ...] = ("blank", "frozen", "corrupt")):
-        self.statuses = statuses
+    def __init__(self, statuses: tuple[str, ...] = ("blank", "frozen", "corrupt"),
+                 bridged: tuple[str, ...] = ()):
+        self.statuses, self.bridged = statuses, bridged
         self.runs: list[dict] = []
         self._open: dict | None = None
+        self._last = -1
 
     def add(self, score: FrameScore) -> None:
         status = score.status
+        if status in self.bridged:
+            self._last = score.index
+            return  # neither ends a run nor is part of it (the warm-up goes on over them)
         run = self._open
-        if run is not None and (run["status"] != status or score.index != run["end_frame"] + 1):
+        if run is not None and (run["status"] != status or score.index != self._last + 1):
             self._open = run = None
+        self._last = score.index
         if status in self.statuses:
             if run is None:
                 self._open = {"status": status, "start_frame": score.index,
@@ -326,7 +332,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
     pending: deque[FrameScore] = deque()
     problems = ProblemRuns()
-    warmup = ProblemRuns(("warmup",))
+    # The warm-up of a still scene is interleaved with frozen frames: one run all the same.
+    warmup = ProblemRuns(("warmup",), bridged=("blank", "frozen", "corrupt"))
     peaks = PeakFrames()
     absorbed: list[dict] = []
     frames_read = frames_scored = 0
