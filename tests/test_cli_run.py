@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -301,3 +303,45 @@ def test_a_truncated_file_says_it_ends_early(tmp_path):
         assert f"{read} of the 300 frames its container announces" in warning[0]
     result = run_cli("run", whole, "-d", tmp_path / "out", "-q")
     assert result.stderr == ""
+
+
+def _progress_lines(text: str, label: str) -> list[tuple[int, int]]:
+    import re
+
+    return [(int(done), int(total)) for done, total in
+            re.findall(rf"{label}: (\d+)/(\d+) frames \(\d+%\), \d+ frames/s", text)]
+
+
+def test_progress_in_a_log_and_on_a_terminal_counts_to_the_right_total(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "VIDEVENT_PROGRESS_SECONDS": "0"}  # a line for every frame
+    result = subprocess.run([sys.executable, "-m", "videvent", "run", sample("walker")[0],
+                             "-d", out, "-et", "120"], capture_output=True, text=True,
+                            env=env, timeout=300)
+    lines = _progress_lines(result.stderr, "frames")
+    assert lines[-1] == (120, 120) and len(lines) >= 120, result.stderr
+    result = subprocess.run([sys.executable, "-m", "videvent", "export", out], env=env,
+                            capture_output=True, text=True, timeout=300)
+    lines = _progress_lines(result.stderr, "export")
+    assert lines[-1] == (120, 120) and all(done <= total for done, total in lines)
+    # On a terminal: a status line redrawn in place.
+    import pty
+
+    primary, secondary = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "videvent", "run", sample("walker")[0],
+                              "-d", out, "-et", "120"], stdout=subprocess.DEVNULL,
+                             stderr=secondary, env=env)
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert child.wait(timeout=300) == 0
+    os.close(primary)
+    text = shown.decode()
+    assert "\rframes: " in text and _progress_lines(text, "frames")[-1] == (120, 120)

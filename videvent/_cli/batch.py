@@ -30,7 +30,7 @@ def _progress_line(quiet: bool):
     return report
 
 
-@click.command("batch")
+@click.command("batch", short_help="Scan an archive of videos in parallel on Dask.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to use (e.g. tcp://host:8786); default: a local cluster, "

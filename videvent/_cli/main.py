@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import click
 
@@ -133,34 +134,65 @@ def export_options(function):
 
 
 class Progress:
-    """A progress bar on stderr when it is a terminal (never when quiet or piped).
+    """Progress on stderr: a status line with the percentage, frames per second and time left
+    on a terminal, redrawn every 0.2 s; when stderr is a file or a pipe (a log), one line
+    every 5 s. ``VIDEVENT_PROGRESS_SECONDS`` sets the interval. Nothing when quiet.
 
-    The bar appears with the first frame done, so an error found before any work starts is
-    the only thing printed.
+    Nothing is printed before the first frame is done, so an error found before any work
+    starts is the only thing printed.
     """
 
-    def __init__(self, quiet: bool):
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.bar = None
-        self._label, self._length = "", None
+    TERMINAL_EVERY_S, LOG_EVERY_S = 0.2, 5.0
 
-    def start(self, label: str, length: int | None) -> None:
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet
+        self.terminal = sys.stderr.isatty()
+        self.every_s = float(os.environ.get("VIDEVENT_PROGRESS_SECONDS") or (
+            self.TERMINAL_EVERY_S if self.terminal else self.LOG_EVERY_S))
+        self._label, self._total, self._done = "", None, 0
+        self._started = self._shown = None
+        self._lines = 0
+
+    def start(self, label: str, total: int | None) -> None:
         self.finish()
-        self._label, self._length = label, length
+        self._label, self._total, self._done = label, total or None, 0
+        self._started = self._shown = None
+        self._lines = 0
 
     def update(self, n: int) -> None:
         if not self.enabled:
             return
-        if self.bar is None:
-            self.bar = click.progressbar(length=self._length or 0, label=self._label,
-                                         file=sys.stderr, show_pos=True, show_eta=True)
-            self.bar.__enter__()
-        self.bar.update(n)
+        now = time.monotonic()
+        if self._started is None:
+            self._started = self._shown = now
+        self._done += n
+        if now - self._shown >= self.every_s:
+            self._shown = now
+            self._show(now)
+
+    def _line(self, now: float) -> str:
+        rate = self._done / max(now - self._started, 1e-9)
+        if self._total:
+            text = (f"{self._label}: {self._done}/{self._total} frames "
+                    f"({100 * self._done / self._total:.0f}%), {rate:.0f} frames/s")
+            left = max(self._total - self._done, 0) / rate if rate else 0
+            return text + f", {left:.0f} s left"
+        return f"{self._label}: {self._done} frames, {rate:.0f} frames/s"
+
+    def _show(self, now: float) -> None:
+        self._lines += 1
+        if self.terminal:
+            click.echo(f"\r{self._line(now)}\x1b[K", err=True, nl=False)
+        else:
+            click.echo(f"videvent: {self._line(now)}", err=True)
 
     def finish(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        # The last count, if progress was shown at all (a short run shows none).
+        if self.enabled and self._lines:
+            self._show(time.monotonic())
+            if self.terminal:
+                click.echo("", err=True)
+        self._started, self._lines = None, 0
 
 
 def _bad_input(error: ValueError) -> BadInput:
@@ -178,7 +210,7 @@ def _methods(_ctx, _param, value):
     return methods
 
 
-@cli.command()
+@cli.command(short_help="Find the events in a video file, a folder or a pattern of images.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
               default=None, help="Result folder (default: SOURCE's name + .videvent, beside it).")
@@ -283,7 +315,7 @@ def _webhook(_ctx, _param, value):
         raise click.BadParameter(str(error)) from None
 
 
-@cli.command()
+@cli.command(short_help="Watch a camera, a stream or a file live, with alerts.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
               default=None, help="Result folder (default: watch-<name>-<date-time>).")
@@ -348,7 +380,7 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                        "reconnection attempts")
 
 
-@cli.command("export")
+@cli.command("export", short_help="Write the annotated video and event clips of a result.")
 @click.argument("result_dir", type=click.Path(file_okay=False))
 @click.option("--video/--no-video", default=True, show_default=True,
               help="Write the annotated video.")
@@ -364,7 +396,7 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
     """
     progress = Progress(quiet)
     try:
-        progress.start("export", None)
+        progress.start("export", _frames_read(result_dir))
         written = export(result_dir, video=(video_path or True) if video else False,
                          clips=clips, clip_template=clip_template, progress=progress.update)
         progress.finish()
@@ -378,7 +410,16 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
             click.echo(f"Wrote {os.fspath(path)}")
 
 
-@cli.command("report")
+def _frames_read(result_dir: str) -> int | None:
+    """How many frames an export of RESULT_DIR will go through (None if it cannot tell: the
+    export itself then says what is wrong with the folder)."""
+    try:
+        return int(read_events(Path(result_dir) / "events.json")["frames_read"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@cli.command("report", short_help="Redraw the plot and report of a result (no decoding).")
 @click.argument("result_dir", type=click.Path(file_okay=False))
 def report_command(result_dir: str) -> None:
     """Re-render residuals.png and report.html of RESULT_DIR from its files (no decoding)."""
