@@ -114,8 +114,12 @@ class LiveMonitor:
             self._source.close()
             raise
         if out_dir is None:
+            # A folder of its own, named for what and when: beside a file (as run's results
+            # are), in the current folder for a camera or a stream, which have no folder.
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
-            out_dir = f"watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+            name = f"videvent-watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+            is_file = isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec)
+            out_dir = os.path.join(os.path.dirname(os.fspath(spec)), name) if is_file else name
         self.out_dir = check_destination(out_dir)
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -252,6 +256,12 @@ class LiveMonitor:
             self.summary.dropped = buffer.dropped
             state.finish()
             writer.close()
+            summary = self.summary
+            state.alert("session_end", frames=summary.frames, events=summary.events,
+                        dropped=summary.dropped, reconnects=summary.reconnects,
+                        latency_ms_median=round(summary.latency_ms(0.5), 2),
+                        latency_ms_p99=round(summary.latency_ms(0.99), 2),
+                        results=os.path.abspath(self.out_dir))
             self._alerts.close()
             if self.show:
                 import cv2
@@ -337,10 +347,11 @@ class _SessionState:
             self.open_event = current = {"event": number, "start_frame": verdict.index,
                                          "start_time_s": verdict.time_s,
                                          "peak_score": verdict.score, "last_update": verdict.time_s}
+            self._open_clip(number, verdict.index)
             self.alert("start", event=number, frame=verdict.index,
                        time_s=round(verdict.time_s, 3), timecode=format_timecode(verdict.time_s),
-                       score=round(verdict.score, 3))
-            self._open_clip(number, verdict.index)
+                       score=round(verdict.score, 3),
+                       clip=None if self.clip is None else os.path.abspath(self.clip[1].path))
             return
         current["peak_score"] = max(current["peak_score"], verdict.score)
         if verdict.time_s - current["last_update"] >= UPDATE_EVERY_S:
@@ -369,17 +380,22 @@ class _SessionState:
             clip[1].close()
 
     def _event_done(self, event: Event) -> None:
+        clip = thumbnail = None
         if self.clip is not None and self.clip[0] == event.number:
+            clip = self.clip[1].path
             self._close_clip()
         peak = self.peaks.take(event)
         if peak is not None:
-            write_thumbnail(self.monitor.out_dir / "thumbnails" / f"event{event.number:03d}.jpg",
-                            *peak, self.monitor.settings.threshold_low)
+            thumbnail = self.monitor.out_dir / "thumbnails" / f"event{event.number:03d}.jpg"
+            write_thumbnail(thumbnail, *peak, self.monitor.settings.threshold_low)
         if self.open_event is not None and self.open_event["event"] == event.number:
             self.open_event = None
-        fields = event.to_dict()
-        self.alert("end", event=event.number, **{k: v for k, v in fields.items()
-                                                 if k != "number"})
+        # Rounded as the other alerts are: a receiver is shown 5.2 s, not 5.199999999999999.
+        fields = {key: round(value, 3) if isinstance(value, float) else value
+                  for key, value in event.to_dict().items() if key != "number"}
+        self.alert("end", event=event.number, **fields,
+                   thumbnail=None if thumbnail is None else os.path.abspath(thumbnail),
+                   clip=None if clip is None else os.path.abspath(clip))
         self.monitor.summary.events += 1
         self.write_events_json()
 

@@ -318,7 +318,8 @@ def _webhook(_ctx, _param, value):
 @cli.command(short_help="Watch a camera, a stream or a file live, with alerts.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
-              default=None, help="Result folder (default: watch-<name>-<date-time>).")
+              default=None, help="Result folder (default: videvent-watch-<name>-<date-time>, "
+                                 "beside a file; in the current folder for a camera or stream).")
 @click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
 @click.option("--json", "json_lines", is_flag=True,
               help="One JSON line per event start, update and end (and source lost/back) "
