@@ -172,3 +172,49 @@ def test_strip_chart_is_blended_into_the_bottom_of_the_frame_with_a_cursor():
     away[cursor - 2:cursor + 3] = False
     assert np.abs(bottom[:, away] - expected[:, away]).max() <= 1
     assert (np.abs(bottom[:, cursor] - np.array(CURSOR_BGR)) <= 1).all()
+
+
+def _pictures(path, colour=True):
+    from videvent.sources import open_source
+
+    with open_source(path, colour=colour) as source:
+        return [frame.image for frame in source.frames()]
+
+
+def test_small_frames_get_a_readable_overlay_that_leaves_the_picture_seen(tmp_path):
+    import cv2
+
+    small = tmp_path / "small.mp4"
+    writer = VideoWriter(small, 160, 120, 15)
+    for picture in _pictures(sample("walker")[0]):
+        writer.write(cv2.resize(picture, (160, 120), interpolation=cv2.INTER_AREA))
+    writer.close()
+    run_ok("run", small, "-d", tmp_path / "out", "-q", "--export-video")
+    before = _pictures(small)
+    after = _pictures(tmp_path / "out" / "annotated.mp4")
+    # Frame 10 is warm-up (no model yet, no heat map): what changes is the overlay alone.
+    changed = (np.abs(after[10].astype(int) - before[10].astype(int)).max(axis=2) > 40)
+    assert changed.mean() < 0.25, changed.mean()
+    rows = np.flatnonzero(changed[:40, 80:].any(axis=1))  # the timecode, top right
+    assert rows.size and rows[-1] - rows[0] + 1 >= 10, rows
+    assert changed[40:100].mean() < 0.02  # the picture between them untouched
+    # The event frames: border, label, boxes and heat, still leaving most of it.
+    flagged = np.flatnonzero(np.genfromtxt(tmp_path / "out" / "scores.csv", delimiter=",",
+                                           names=True, dtype=None, encoding="utf-8")["flagged"])
+    covered = (np.abs(after[flagged[5]].astype(int) - before[flagged[5]].astype(int))
+               .max(axis=2) > 40).mean()
+    assert covered < 1 / 3, covered
+
+
+def test_frame_0_is_not_washed_and_boxes_are_never_specks(tmp_path):
+    path, _ = sample("walker")
+    run_ok("run", path, "-d", tmp_path / "out", "-q", "--export-video")
+    before, after = _pictures(path), _pictures(tmp_path / "out" / "annotated.mp4")
+    for index in (0, 1, 25):  # warm-up: no model to draw a heat map from
+        middle = slice(60, 200)
+        assert np.abs(after[index][middle].astype(int)
+                      - before[index][middle].astype(int)).mean() < 4
+    boxes = np.atleast_1d(np.genfromtxt(tmp_path / "out" / "regions.csv", delimiter=",",
+                                        names=True))
+    assert boxes.size >= 20
+    assert boxes["width"].min() >= 320 / 40 and boxes["height"].min() >= 320 / 40

@@ -141,8 +141,13 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                     picture = np.zeros((source.height, source.width, 3), np.uint8)
                 if annotated is not None:
                     number = flagged_event.get(frame.index) or None
-                    image, boxes = annotator.draw(picture, frame.index, frame.time_s, number,
-                                                  verdict.residual_image, verdict.block_scores)
+                    # No heat map where the detector did not score the frame: during its
+                    # warm-up the model is a frame or two, and the residual is the picture.
+                    scored = verdict.status == "ok"
+                    image, boxes = annotator.draw(
+                        picture, frame.index, frame.time_s, number,
+                        verdict.residual_image if scored else None,
+                        verdict.block_scores if scored else None)
                     annotated.write(image)
                     regions.writerows((frame.index, number, rank, box.x, box.y, box.width,
                                        box.height) for rank, box in enumerate(boxes, 1))
