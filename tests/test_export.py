@@ -218,3 +218,35 @@ def test_frame_0_is_not_washed_and_boxes_are_never_specks(tmp_path):
                                         names=True))
     assert boxes.size >= 20
     assert boxes["width"].min() >= 320 / 40 and boxes["height"].min() >= 320 / 40
+
+
+def test_residuals_png_numbers_legend_time_axis_and_warm_up(tmp_path):
+    from matplotlib.transforms import Bbox
+
+    from videvent.output import read_events, read_scores
+    from videvent.output.plot import residual_figure
+
+    run_ok("run", sample("walker")[0], "-d", tmp_path / "out", "-q")
+    document = read_events(tmp_path / "out" / "events.json")
+    scores = read_scores(tmp_path / "out" / "scores.csv")
+    figure = residual_figure(scores, document["events"], threshold=7, threshold_low=4.5,
+                             title="walker: residual per frame")
+    figure.canvas.draw()
+    top, bottom = figure.axes[:2]
+    title = top.title.get_window_extent()
+    numbers = [text for text in top.texts if text.get_text() == "1"]
+    assert numbers and not numbers[0].get_window_extent().overlaps(title)
+    [event] = document["events"]
+    left = bottom.transData.transform((event["core_start_frame"], 0))[0]
+    right = bottom.transData.transform((event["core_end_frame"], 0))[0]
+    box = bottom.get_window_extent()
+    shaded = Bbox([[left, box.y0], [right, box.y1]])
+    assert not bottom.get_legend().get_window_extent().overlaps(shaded)
+    [clock] = top.child_axes  # the time axis along the top
+    assert clock.get_xlabel() == "time (s)"
+    ticks = clock.get_xticks()
+    assert 0 <= ticks.min() and ticks.max() <= 300 / 15 + 1e-9 and len(ticks) >= 4
+    hatched = [patch for patch in top.patches if patch.get_hatch() == "//"]
+    assert len(hatched) == 1
+    x0, x1 = hatched[0].get_x(), hatched[0].get_x() + hatched[0].get_width()
+    assert (x0, x1) == (-0.5, 49.5)
