@@ -250,3 +250,47 @@ def test_residuals_png_numbers_legend_time_axis_and_warm_up(tmp_path):
     assert len(hatched) == 1
     x0, x1 = hatched[0].get_x(), hatched[0].get_x() + hatched[0].get_width()
     assert (x0, x1) == (-0.5, 49.5)
+
+
+def test_report_links_each_event_to_its_clip_and_moment_shows_no_python_values(tmp_path):
+    import html
+    import re
+
+    out = tmp_path / "out"
+    run_ok("run", sample("walker")[0], "-d", out, "-q", "--export-video", "--export-clips",
+           "--clip-template", "visit-{n}.mp4")
+    page = (out / "report.html").read_text()
+    assert "href='visit-1.mp4'" in page and (out / "visit-1.mp4").is_file()
+    assert "class='seek' data-time='11.067'" in page and "video.currentTime" in page
+    video = re.search(r"<video [^>]*>", page).group(0)
+    thumbnail = (out / "thumbnails" / "event001.jpg").read_bytes()
+    import base64
+    assert base64.b64encode(thumbnail).decode() in video  # the poster: the event, not frame 0
+    assert "max-width: 960px" in page
+    settings = page.split("<h2>Settings</h2>", 1)[1]
+    cells = [html.unescape(c) for c in re.findall(r"<td>([^<]*)</td>", settings)]
+    assert not {"None", "True", "False"} & set(cells), cells
+    assert "threshold-low" in cells and "admit_threshold" not in cells
+
+
+def test_compare_panels_each_shade_their_own_methods_events(tmp_path):
+    from videvent.output import read_events, read_scores
+    from videvent.output.report import compare_figure
+
+    out = tmp_path / "out"
+    run_ok("run", sample("lighting")[0], "-d", out, "-q", "--no-plot", "--compare", "sncp,cop")
+    document = read_events(out / "events.json")
+    run_ok("run", sample("lighting")[0], "-d", tmp_path / "cop", "-q", "--no-plot", "-m", "cop")
+    cop_alone = read_events(tmp_path / "cop" / "events.json")["events"]
+    # COP's events in the comparison are those of a COP run (they end a frame apart from SNCP's).
+    assert document["compare_events"]["cop"] == [[e["core_start_frame"], e["core_end_frame"]]
+                                                 for e in cop_alone]
+    assert document["compare_events"]["cop"] != [[e["core_start_frame"], e["core_end_frame"]]
+                                                 for e in document["events"]]
+    figure = compare_figure(out, document, read_scores(out / "scores.csv")["status"])
+    for axis in figure.axes:
+        method = axis.get_title().lower()
+        own = (document["compare_events"].get(method) or
+               [[e["core_start_frame"], e["core_end_frame"]] for e in document["events"]])
+        spans = [(patch.get_x(), patch.get_x() + patch.get_width()) for patch in axis.patches]
+        assert spans == [(first - 0.5, last + 0.5) for first, last in own], method

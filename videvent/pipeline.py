@@ -39,7 +39,7 @@ THUMBNAIL_WIDTH = 320
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.
 RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
-                "compare.csv", "annotated.mp4", "regions.csv")
+                "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
 _END = object()
 
 
@@ -60,6 +60,9 @@ class RunResult:
     frames_scored: int = 0
     # Frames the container announced in the range scanned (None: it did not say).
     frames_expected: int | None = None
+    # --compare: each other method's events (first and last core frame), as its own
+    # detector and segmenter found them.
+    compare_events: dict[str, list[list[int]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -73,6 +76,7 @@ class RunResult:
             "warmup": self.warmup,
             "frames_scored": self.frames_scored,
             "compare": self.compare,
+            "compare_events": self.compare_events,
         }
 
 
@@ -327,6 +331,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     thumbnails.mkdir()
     others = {method: build_detector(settings, run.frame_shape, source.fps, method)
               for method in compare if method != settings.method}
+    # Each compared method's own events, for its panel in the report.
+    other_events = {method: build_segmenter(settings, source.fps) for method in others}
     compare_rows = open(folder.path("compare.csv"), "w") if compare else None
     if compare_rows:
         compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
@@ -365,9 +371,12 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
             if compare_rows:
                 residuals = {settings.method: frame_score.residual}
                 for method, detector in others.items():
-                    residuals[method] = detector.process_frame(
+                    verdict = detector.process_frame(
                         frame.index, frame.time_s, vector, frame_score.status
-                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok").residual
+                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok")
+                    residuals[method] = verdict.residual
+                    other_events[method].update(frame.index, frame.time_s, verdict.score,
+                                                absorbed=verdict.absorbed)
                 compare_rows.write(f"{frame.index}," + ",".join(
                     f"{residuals[m]:.6g}" for m in compare) + "\n")
             if len(first_vectors) < FINGERPRINT_FRAMES:
@@ -379,6 +388,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
             if progress is not None:
                 progress(1)
         write_decided(segmenter.finish())
+        for other in other_events.values():
+            other.finish()
     finally:
         writer.close()
         if compare_rows:
@@ -403,7 +414,10 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                      events=list(segmenter.events), absorbed=absorbed,
                      frame_problems=problems.runs, compare=list(compare),
                      warmup=warmup.runs, frames_scored=frames_scored,
-                     frames_expected=expected)
+                     frames_expected=expected,
+                     compare_events={method: [[e.core_start_frame, e.core_end_frame]
+                                              for e in other.events]
+                                     for method, other in other_events.items()})
 
 
 def _picture(source: FrameSource, index: int) -> np.ndarray:
