@@ -213,6 +213,8 @@ def test_a_file_name_that_is_not_utf8_runs_exports_plots_and_batches(tmp_path):
     out = archive / os.fsdecode(b"caf\xe9 \xff.videvent")
     assert (out / "thumbnails" / "event001.jpg").read_bytes()[:2] == b"\xff\xd8"
     assert (out / "residuals.png").is_file() and "caf\ufffd" in (out / "report.html").read_text()
+    # The report links the clip by the file's own bytes.
+    assert "href='caf%E9%20%FF.event001.mp4'" in (out / "report.html").read_text()
     result = run_cli("batch", archive, "--out", tmp_path / "batch", "--workers", "1", "-q")
     assert result.returncode == 0, result.stderr
     index = (tmp_path / "batch" / "index.csv").read_bytes()

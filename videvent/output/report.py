@@ -165,7 +165,9 @@ def render_report(folder: str | os.PathLike) -> str:
                              f"data-time='{float(event['start_time_s']):.3f}'>play in the "
                              f"annotated video</a>")
             if event["number"] in clips:
-                links.append(f"<a href='{escape(quote(clips[event['number']]))}'>clip</a>")
+                # A name that is not valid UTF-8 is linked by its own bytes.
+                href = quote(clips[event["number"]], errors="surrogateescape")
+                links.append(f"<a href='{escape(href)}'>clip</a>")
             parts.append(_row([cell("number"), cell("start_timecode"), cell("end_timecode"),
                                f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
                                f"{cell('end_frame')}", f"{event['peak_score']:.1f}{note}",
