@@ -88,7 +88,7 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
     bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     if frames.size:
         top.set_xlim(frames[0] - 0.5, frames[-1] + 0.5)
-    if frames.size > 1:
+    if frames.size > 1 and "time_s" in scores:  # scores of a caller's own may have no times
         times = scores["time_s"]
         clock = top.secondary_xaxis("top", functions=(
             lambda f: np.interp(f, frames, times), lambda t: np.interp(t, times, frames)))
