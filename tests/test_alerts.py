@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 from conftest import run_cli, sample
 from videvent.output import read_scores
@@ -49,3 +50,29 @@ def test_an_unopenable_source_is_one_line_exit_1(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_alerts_carry_thumbnail_and_clip_rounded_values_and_a_session_end(tmp_path):
+    clip = tmp_path / "clips" / "walker.mp4"
+    clip.parent.mkdir()
+    clip.write_bytes(sample("walker")[0].read_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run_cli("watch", clip, "--json", "-q", cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    # The default folder is the session's own, beside the file; nothing in the current folder.
+    assert not list(elsewhere.iterdir())
+    [folder] = clip.parent.glob("videvent-watch-walker-*")
+    alerts = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["type"] for a in alerts if a["type"] != "update"] == [
+        "session_start", "start", "end", "session_end"]
+    start, end = (next(a for a in alerts if a["type"] == kind) for kind in ("start", "end"))
+    assert start["clip"] == end["clip"] == str(folder.resolve() / "walker.event001.mp4")
+    assert Path(end["thumbnail"]).is_file() and Path(end["clip"]).is_file()
+    for alert in alerts:  # no float longer than the millisecond
+        for value in alert.values():
+            if isinstance(value, float):
+                assert len(repr(value).split(".")[1]) <= 3, alert
+    assert end["duration_s"] == round(end["end_time_s"] - end["start_time_s"], 3)
+    assert alerts[-1]["frames"] == 300 and alerts[-1]["events"] == 1
+    assert alerts[-1]["results"] == str(folder.resolve())

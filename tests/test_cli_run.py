@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -37,6 +39,24 @@ def test_sample_clip_frame_level_precision_and_recall(tmp_path, name):
     precision, recall = precision_recall(scores["flagged"] & considered, expected)
     assert precision >= 0.95 and recall >= 0.95, (precision, recall)
     assert "event found" in result.stdout or "events found" in result.stdout
+
+
+def test_the_demo_clip_real_footage_its_visit_is_found(tmp_path):
+    """The README's first command, on real footage: the person's visit is one event, and
+    nothing is flagged away from it."""
+    path, truth = sample("person_visit")
+    result, scores, events = run_and_read(tmp_path, path)
+    count = truth["frame_count"]
+    assert len(scores["frame"]) == count
+    visit = truth_mask(truth["event_frames"], count)
+    judged = ~truth_mask(truth["uncertain"], count)  # entry and exit: either call is right
+    precision, recall = precision_recall(scores["flagged"] & judged, visit & judged)
+    assert precision >= 0.9 and recall >= 0.6, (precision, recall)
+    [[first, last]] = truth["event_frames"]
+    fps = truth["fps"]
+    flagged = np.flatnonzero(scores["flagged"])
+    assert flagged.min() >= first - fps and flagged.max() <= last + fps
+    assert any(e["start_frame"] <= last and e["end_frame"] >= first for e in events["events"])
 
 
 def test_an_event_longer_than_half_the_window_is_flagged_to_its_end(tmp_path):
@@ -219,3 +239,109 @@ def test_a_rerun_replaces_every_earlier_result(tmp_path):
     assert not (out / "compare.csv").exists()       # from the first run: gone
     assert list((out / "thumbnails").iterdir()) == []  # no events after frame 250
     assert json.loads((out / "events.json").read_text())["events"] == []
+
+
+def _walker_frames(count=None):
+    from videvent.sources import open_source
+
+    with open_source(sample("walker")[0], colour=True) as source:
+        return [frame.image for frame in source.frames(0, count)]
+
+
+def _write(path, frames):
+    from videvent.output.video import VideoWriter
+
+    writer = VideoWriter(path, frames[0].shape[1], frames[0].shape[0], 15)
+    for image in frames:
+        writer.write(image)
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("count", [1, 10])
+def test_a_video_too_short_to_score_says_so_instead_of_0_events(tmp_path, count):
+    clip = _write(tmp_path / "short.mp4", _walker_frames(count))
+    result = run_cli("run", clip, "-d", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{count} frame{'s' if count > 1 else ''} read, none could "
+                                    f"be scored"), result.stdout
+    assert "0 events" not in result.stdout
+    assert f", {count} frame" in result.stderr  # the header
+
+
+def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_path):
+    # Started inside the walker's crossing: the detector's warm-up covers its first part.
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180")
+    assert result.returncode == 0, result.stderr
+    assert "120 frames scanned (70 scored)" in result.stdout, result.stdout
+    assert "warm-up (learning the background): frames 180-229" in result.stdout
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40")
+    assert "15 fps, 40 frames of 300" in result.stderr, result.stderr
+
+
+def test_a_truncated_file_says_it_ends_early(tmp_path):
+    import av
+
+    written = _write(tmp_path / "written.mp4", _walker_frames())
+    whole = tmp_path / "whole.mp4"
+    # Remuxed with its index first, as streamed files are: the first half then still opens.
+    with av.open(str(written)) as source, av.open(str(whole), "w", format="mp4",
+                                                  options={"movflags": "faststart"}) as out:
+        stream = out.add_stream_from_template(source.streams.video[0])
+        for packet in source.demux(source.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size // 2])
+    for quiet in ([], ["-q"]):
+        result = run_cli("run", cut, "-d", tmp_path / "out", *quiet)
+        assert result.returncode == 0, result.stderr
+        warning = [line for line in result.stderr.splitlines() if "warning" in line]
+        assert len(warning) == 1 and "ends early" in warning[0], result.stderr
+        read = json.loads((tmp_path / "out" / "events.json").read_text())["frames_read"]
+        assert f"{read} of the 300 frames its container announces" in warning[0]
+    result = run_cli("run", whole, "-d", tmp_path / "out", "-q")
+    assert result.stderr == ""
+
+
+def _progress_lines(text: str, label: str) -> list[tuple[int, int]]:
+    import re
+
+    return [(int(done), int(total)) for done, total in
+            re.findall(rf"{label}: (\d+)/(\d+) frames \(\d+%\), \d+ frames/s", text)]
+
+
+def test_progress_in_a_log_and_on_a_terminal_counts_to_the_right_total(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "VIDEVENT_PROGRESS_SECONDS": "0"}  # a line for every frame
+    result = subprocess.run([sys.executable, "-m", "videvent", "run", sample("walker")[0],
+                             "-d", out, "-et", "120"], capture_output=True, text=True,
+                            env=env, timeout=300)
+    lines = _progress_lines(result.stderr, "frames")
+    assert lines[-1] == (120, 120) and len(lines) >= 120, result.stderr
+    result = subprocess.run([sys.executable, "-m", "videvent", "export", out], env=env,
+                            capture_output=True, text=True, timeout=300)
+    lines = _progress_lines(result.stderr, "export")
+    assert lines[-1] == (120, 120) and all(done <= total for done, total in lines)
+    # On a terminal: a status line redrawn in place.
+    import pty
+
+    primary, secondary = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "videvent", "run", sample("walker")[0],
+                              "-d", out, "-et", "120"], stdout=subprocess.DEVNULL,
+                             stderr=secondary, env=env)
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert child.wait(timeout=300) == 0
+    os.close(primary)
+    text = shown.decode()
+    assert "\rframes: " in text and _progress_lines(text, "frames")[-1] == (120, 120)

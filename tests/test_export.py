@@ -172,3 +172,125 @@ def test_strip_chart_is_blended_into_the_bottom_of_the_frame_with_a_cursor():
     away[cursor - 2:cursor + 3] = False
     assert np.abs(bottom[:, away] - expected[:, away]).max() <= 1
     assert (np.abs(bottom[:, cursor] - np.array(CURSOR_BGR)) <= 1).all()
+
+
+def _pictures(path, colour=True):
+    from videvent.sources import open_source
+
+    with open_source(path, colour=colour) as source:
+        return [frame.image for frame in source.frames()]
+
+
+def test_small_frames_get_a_readable_overlay_that_leaves_the_picture_seen(tmp_path):
+    import cv2
+
+    small = tmp_path / "small.mp4"
+    writer = VideoWriter(small, 160, 120, 15)
+    for picture in _pictures(sample("walker")[0]):
+        writer.write(cv2.resize(picture, (160, 120), interpolation=cv2.INTER_AREA))
+    writer.close()
+    run_ok("run", small, "-d", tmp_path / "out", "-q", "--export-video")
+    before = _pictures(small)
+    after = _pictures(tmp_path / "out" / "annotated.mp4")
+    # Frame 10 is warm-up (no model yet, no heat map): what changes is the overlay alone.
+    changed = (np.abs(after[10].astype(int) - before[10].astype(int)).max(axis=2) > 40)
+    assert changed.mean() < 0.25, changed.mean()
+    rows = np.flatnonzero(changed[:40, 80:].any(axis=1))  # the timecode, top right
+    assert rows.size and rows[-1] - rows[0] + 1 >= 10, rows
+    assert changed[40:100].mean() < 0.02  # the picture between them untouched
+    # The event frames: border, label, boxes and heat, still leaving most of it.
+    flagged = np.flatnonzero(np.genfromtxt(tmp_path / "out" / "scores.csv", delimiter=",",
+                                           names=True, dtype=None, encoding="utf-8")["flagged"])
+    covered = (np.abs(after[flagged[5]].astype(int) - before[flagged[5]].astype(int))
+               .max(axis=2) > 40).mean()
+    assert covered < 1 / 3, covered
+
+
+def test_frame_0_is_not_washed_and_boxes_are_never_specks(tmp_path):
+    path, _ = sample("walker")
+    run_ok("run", path, "-d", tmp_path / "out", "-q", "--export-video")
+    before, after = _pictures(path), _pictures(tmp_path / "out" / "annotated.mp4")
+    for index in (0, 1, 25):  # warm-up: no model to draw a heat map from
+        middle = slice(60, 200)
+        assert np.abs(after[index][middle].astype(int)
+                      - before[index][middle].astype(int)).mean() < 4
+    boxes = np.atleast_1d(np.genfromtxt(tmp_path / "out" / "regions.csv", delimiter=",",
+                                        names=True))
+    assert boxes.size >= 20
+    assert boxes["width"].min() >= 320 / 40 and boxes["height"].min() >= 320 / 40
+
+
+def test_residuals_png_numbers_legend_time_axis_and_warm_up(tmp_path):
+    from matplotlib.transforms import Bbox
+
+    from videvent.output import read_events, read_scores
+    from videvent.output.plot import residual_figure
+
+    run_ok("run", sample("walker")[0], "-d", tmp_path / "out", "-q")
+    document = read_events(tmp_path / "out" / "events.json")
+    scores = read_scores(tmp_path / "out" / "scores.csv")
+    figure = residual_figure(scores, document["events"], threshold=7, threshold_low=4.5,
+                             title="walker: residual per frame")
+    figure.canvas.draw()
+    top, bottom = figure.axes[:2]
+    title = top.title.get_window_extent()
+    numbers = [text for text in top.texts if text.get_text() == "1"]
+    assert numbers and not numbers[0].get_window_extent().overlaps(title)
+    [event] = document["events"]
+    left = bottom.transData.transform((event["core_start_frame"], 0))[0]
+    right = bottom.transData.transform((event["core_end_frame"], 0))[0]
+    box = bottom.get_window_extent()
+    shaded = Bbox([[left, box.y0], [right, box.y1]])
+    assert not bottom.get_legend().get_window_extent().overlaps(shaded)
+    [clock] = top.child_axes  # the time axis along the top
+    assert clock.get_xlabel() == "time (s)"
+    ticks = clock.get_xticks()
+    assert 0 <= ticks.min() and ticks.max() <= 300 / 15 + 1e-9 and len(ticks) >= 4
+    hatched = [patch for patch in top.patches if patch.get_hatch() == "//"]
+    assert len(hatched) == 1
+    x0, x1 = hatched[0].get_x(), hatched[0].get_x() + hatched[0].get_width()
+    assert (x0, x1) == (-0.5, 49.5)
+
+
+def test_report_links_each_event_to_its_clip_and_moment_shows_no_python_values(tmp_path):
+    import html
+    import re
+
+    out = tmp_path / "out"
+    run_ok("run", sample("walker")[0], "-d", out, "-q", "--export-video", "--export-clips",
+           "--clip-template", "visit-{n}.mp4")
+    page = (out / "report.html").read_text()
+    assert "href='visit-1.mp4'" in page and (out / "visit-1.mp4").is_file()
+    assert "class='seek' data-time='11.067'" in page and "video.currentTime" in page
+    video = re.search(r"<video [^>]*>", page).group(0)
+    thumbnail = (out / "thumbnails" / "event001.jpg").read_bytes()
+    import base64
+    assert base64.b64encode(thumbnail).decode() in video  # the poster: the event, not frame 0
+    assert "max-width: 960px" in page
+    settings = page.split("<h2>Settings</h2>", 1)[1]
+    cells = [html.unescape(c) for c in re.findall(r"<td>([^<]*)</td>", settings)]
+    assert not {"None", "True", "False"} & set(cells), cells
+    assert "threshold-low" in cells and "admit_threshold" not in cells
+
+
+def test_compare_panels_each_shade_their_own_methods_events(tmp_path):
+    from videvent.output import read_events, read_scores
+    from videvent.output.report import compare_figure
+
+    out = tmp_path / "out"
+    run_ok("run", sample("lighting")[0], "-d", out, "-q", "--no-plot", "--compare", "sncp,cop")
+    document = read_events(out / "events.json")
+    run_ok("run", sample("lighting")[0], "-d", tmp_path / "cop", "-q", "--no-plot", "-m", "cop")
+    cop_alone = read_events(tmp_path / "cop" / "events.json")["events"]
+    # COP's events in the comparison are those of a COP run (they end a frame apart from SNCP's).
+    assert document["compare_events"]["cop"] == [[e["core_start_frame"], e["core_end_frame"]]
+                                                 for e in cop_alone]
+    assert document["compare_events"]["cop"] != [[e["core_start_frame"], e["core_end_frame"]]
+                                                 for e in document["events"]]
+    figure = compare_figure(out, document, read_scores(out / "scores.csv")["status"])
+    for axis in figure.axes:
+        method = axis.get_title().lower()
+        own = (document["compare_events"].get(method) or
+               [[e["core_start_frame"], e["core_end_frame"]] for e in document["events"]])
+        spans = [(patch.get_x(), patch.get_x() + patch.get_width()) for patch in axis.patches]
+        assert spans == [(first - 0.5, last + 0.5) for first, last in own], method

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -212,6 +213,8 @@ def test_a_file_name_that_is_not_utf8_runs_exports_plots_and_batches(tmp_path):
     out = archive / os.fsdecode(b"caf\xe9 \xff.videvent")
     assert (out / "thumbnails" / "event001.jpg").read_bytes()[:2] == b"\xff\xd8"
     assert (out / "residuals.png").is_file() and "caf\ufffd" in (out / "report.html").read_text()
+    # The report links the clip by the file's own bytes.
+    assert "href='caf%E9%20%FF.event001.mp4'" in (out / "report.html").read_text()
     result = run_cli("batch", archive, "--out", tmp_path / "batch", "--workers", "1", "-q")
     assert result.returncode == 0, result.stderr
     index = (tmp_path / "batch" / "index.csv").read_bytes()
@@ -387,8 +390,116 @@ def test_names_and_values_from_files_are_never_formulas_or_markup(tmp_path):
 
 @pytest.mark.parametrize("options", [["--absorb-after", "0"], ["-t", "nan"],
                                      ["-st", "10s", "-et", "5s"]])
-def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path, options):
-    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-q", *options)
+@pytest.mark.parametrize("command", ["run", "watch", "batch"])
+def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path, options,
+                                                                        command):
+    result = run_cli(command, sample("walker")[0], "-d", tmp_path / "out", "-q", *options)
     assert result.returncode == 2, result.stderr
-    one_line(result)
+    assert "internal error" not in one_line(result)
+    # Refused before anything is written: watch and batch made their folder first.
     assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
+
+
+def _file_size_limit(size: int):
+    """A child whose writes fail past ``size`` bytes with EFBIG, as on a full disk (Python
+    ignores SIGXFSZ, so the write fails rather than the process being killed)."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+@pytest.mark.parametrize("command, options, named", [
+    (["run"], ["--export-video"], "cannot write the results into '{out}'"),
+    (["run"], [], "cannot write the results into '{out}'"),
+    (["watch"], [], "'{out}/walker.event001.mp4'"),
+])
+def test_a_full_disk_is_one_line_naming_the_path(tmp_path, command, options, named):
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "videvent", *command, sample("walker")[0],
+                             "-d", out, "-q", *options], capture_output=True, text=True,
+                            preexec_fn=_file_size_limit(200_000 if options else 16_000),
+                            timeout=300)
+    assert result.returncode == 1
+    line = one_line(result)
+    assert named.format(out=out) in line and "internal error" not in line, line
+    assert not leftovers(tmp_path)
+    if command == ["run"]:
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("damage", ["{broken", "[1, 2]", ""])
+def test_a_damaged_events_json_is_one_line_naming_it(tmp_path, damage):
+    out = tmp_path / "out"
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q", "--no-plot").returncode == 0
+    (out / "events.json").write_text(damage)
+    for command in ("export", "report"):
+        result = run_cli(command, out)
+        assert result.returncode == 1
+        assert str(out / "events.json") in one_line(result), result.stderr
+
+
+def test_a_missing_or_unwritable_place_is_one_line_naming_it(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    for command in ("run", "watch"):
+        result = run_cli(command, sample("walker")[0], "-d", tmp_path / "a_file" / "out", "-q")
+        assert result.returncode == 1
+        assert str(tmp_path / "a_file") in one_line(result)
+    result = run_cli("run", sample("walker")[0], "-q", "--export-video",
+                     tmp_path / "no_such_folder" / "a.mp4")
+    assert result.returncode == 2 and "no_such_folder" in one_line(result)
+
+
+def test_batch_rerun_over_its_own_folder_does_not_scan_its_results(tmp_path):
+    clip = tmp_path / "walker.mp4"
+    clip.write_bytes(sample("walker")[0].read_bytes())
+    for _ in range(2):
+        result = run_cli("batch", ".", "--workers", "1", "-q", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        # The thumbnails folder of the first run is a folder of images: a video to a batch
+        # that does not know it for its own.
+        rows = (tmp_path / "videvent-batch" / "index.csv").read_text().splitlines()
+        assert [row.split(",")[0] for row in rows[1:]] == ["walker.mp4"], rows
+    # Nor a plain result folder of `run` with its exports in it.
+    assert run_cli("run", clip, "-q", "--export-video", "--export-clips").returncode == 0
+    result = run_cli("batch", ".", "--workers", "1", "-q", "-d", "again", cwd=tmp_path)
+    rows = (tmp_path / "again" / "index.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["walker.mp4"], rows
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_an_on_event_hook_does_not_outlive_watch(tmp_path):
+    pids = tmp_path / "pids"
+    # The hook leaves a child behind, and the last one is still running when watch stops.
+    hook = f"sleep 120 & echo $! >> {pids}; echo $$ >> {pids}; sleep 120"
+    result = run_cli("watch", sample("walker")[0], "-d", tmp_path / "live", "-q",
+                     "--on-event", hook)
+    assert result.returncode == 0, result.stderr
+    started = [int(line) for line in pids.read_text().split()]
+    assert started
+    assert not [pid for pid in started if _running(pid)]
+
+
+def test_ffmpeg_and_opencv_log_lines_never_reach_stderr(tmp_path):
+    # moov atom not found: an MP4 whose index is missing.
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(sample("walker")[0].read_bytes()[:20_000])
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: FFmpeg's tcp layer logs "Connection refused"
+    for command in (["run", broken], ["run", broken, "-q"],
+                    ["run", broken, "--backend", "opencv"],
+                    ["watch", f"rtsp://127.0.0.1:{port}/x", "--max-reconnects", "0"],
+                    ["watch", f"http://127.0.0.1:{port}/x", "--max-reconnects", "0", "-q"],
+                    ["watch", "7", "--max-reconnects", "0"]):  # a camera probe: no /dev/video7
+        result = run_cli(*command, "-d", tmp_path / "out")
+        assert result.returncode == 1
+        assert "cannot open" in one_line(result)
+    assert not (tmp_path / "out").exists()

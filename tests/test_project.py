@@ -1,6 +1,9 @@
 """Project hygiene a user relies on: the README's commands are the ones CI runs."""
 
 import re
+import shutil
+import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -21,3 +24,32 @@ def test_readme_demo_clip_exists():
     clip = re.search(r"videvent run (\S+)", install_and_run).group(1)
     assert (ROOT / clip).is_file()
 
+
+
+def test_readme_python_example_runs_as_written(tmp_path):
+    api = (ROOT / "README.md").read_text().split("## Python API", 1)[1]
+    example = re.search(r"```python\n(.+?)\n```", api, re.S).group(1)
+    # Run from a copy of the repository's layout, so its output folder lands in tmp_path.
+    (tmp_path / "sample_videos").mkdir()
+    shutil.copy(ROOT / "sample_videos" / "person_visit.mp4", tmp_path / "sample_videos")
+    result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "frame 219 ok" in result.stdout
+    assert (tmp_path / "person_visit.out" / "events.json").is_file()
+
+
+def test_readme_tables_are_not_cut_by_blank_lines():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    for before, blank, after in zip(lines, lines[1:], lines[2:]):
+        assert not (before.startswith("|") and not blank.strip() and after.startswith("|")), before
+
+
+def test_top_level_help_gives_each_command_a_whole_sentence():
+    result = subprocess.run([sys.executable, "-m", "videvent", "--help"], capture_output=True,
+                            text=True, timeout=60)
+    commands = result.stdout.split("Commands:", 1)[1].strip().splitlines()
+    assert [line.split()[0] for line in commands] == ["batch", "export", "report", "run",
+                                                      "watch"]
+    for line in commands:
+        assert line.endswith(".") and not line.endswith("..."), line

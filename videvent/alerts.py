@@ -13,9 +13,11 @@ import http.client
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,6 +25,7 @@ from urllib.parse import urlsplit
 
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
+COMMAND_TIMEOUT_S = 30.0
 
 
 def check_webhook(url: str) -> str:
@@ -59,6 +62,8 @@ class AlertSinks:
         self.webhook = None if webhook is None else check_webhook(webhook)
         self.delivered = self.dropped = self.failed = 0
         self._queue: queue.Queue = queue.Queue(maxsize=PENDING_DELIVERIES)
+        self._groups: list[int] = []   # process groups of the hooks started, maybe running
+        self._closing = False
         self._worker = None
         if command or webhook:
             self._worker = threading.Thread(target=self._deliver_all, name="videvent-alerts",
@@ -81,7 +86,7 @@ class AlertSinks:
     def _deliver_all(self) -> None:
         while True:
             alert = self._queue.get()
-            if alert is None:
+            if alert is None or self._closing:
                 return
             if self.command:
                 self._run_command(alert)
@@ -92,10 +97,21 @@ class AlertSinks:
         environment = {**os.environ, **{f"VIDEVENT_{key.upper()}": "" if value is None else
                                         str(value) for key, value in alert.items()}}
         try:
-            subprocess.run(self.command, shell=True, env=environment, timeout=30,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # A session of its own: the hook and whatever it starts form one process group,
+            # which can be ended as a whole (killing the shell alone would leave its children).
+            process = subprocess.Popen(self.command, shell=True, env=environment,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
+        except OSError:
+            self.failed += 1
+            return
+        self._groups = [g for g in self._groups if _group_alive(g)] + [process.pid]
+        try:
+            process.wait(timeout=COMMAND_TIMEOUT_S)
             self.delivered += 1
-        except (OSError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
+            _end_group(process.pid)
+            process.wait()
             self.failed += 1
 
     def _post(self, alert: dict) -> None:
@@ -112,11 +128,39 @@ class AlertSinks:
             self.failed += 1
 
     def close(self, wait_s: float = 3.0) -> None:
-        """Flush the log; give pending deliveries a moment, then leave them."""
+        """Flush the log; give pending deliveries a moment, then leave them. No hook outlives
+        the session: the process groups of the hooks still running are ended."""
         if self._worker is not None:
             try:
                 self._queue.put(None, timeout=wait_s)
             except queue.Full:
                 pass
             self._worker.join(timeout=wait_s)
+            self._closing = True
+            for group in self._groups:
+                _end_group(group)
+            self._worker.join(timeout=wait_s)
         self._log.close()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _end_group(group: int, grace_s: float = 1.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left of it after ``grace_s``."""
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(group):
+        time.sleep(0.05)
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

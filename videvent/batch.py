@@ -41,9 +41,9 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
-from .output.folder import partial_path, remove_stale
+from .output.folder import made_by_videvent, partial_path, remove_stale
 from .output.report import html_page
-from .pipeline import RESULT_FILES, detect, frame_range, scan
+from .pipeline import RESULT_FILES, detect, frame_range, prepare, scan
 from .settings import Settings
 from .sources import Frame, open_source
 from .sources.images import IMAGE_EXTENSIONS
@@ -52,6 +52,9 @@ VIDEO_EXTENSIONS = frozenset({".mp4", ".avi", ".mkv", ".mov", ".m4v", ".mpg", ".
                               ".webm", ".wmv", ".flv"})
 RESULT_SUFFIX = ".videvent"
 INDEX_NAME = "index.csv"
+# Marks a batch's output folder, so that a later batch over a folder holding it (``batch .``
+# run twice) does not scan the results of the first (annotated videos, clips) as videos.
+BATCH_MARKER = ".videvent-batch"
 # Frames before each chunk that it decodes also, to check it against the previous chunk.
 BOUNDARY_CHECK = 4
 REPORT_NAME = "batch_report.html"
@@ -132,8 +135,8 @@ def _videos_in_folder(root: Path) -> list[Video]:
     """Video files under ``root``, and each folder of images as one sequence."""
     videos = []
     for folder, subfolders, files in os.walk(root):
-        subfolders.sort()
         here = Path(folder)
+        subfolders[:] = sorted(s for s in subfolders if not _videvent_output(here / s))
         relative = here.relative_to(root)
         prefix = Path(root.name) if relative == Path(".") else Path(root.name) / relative
         if any(Path(f).suffix.lower() in IMAGE_EXTENSIONS for f in files):
@@ -142,6 +145,29 @@ def _videos_in_folder(root: Path) -> list[Video]:
             if Path(name).suffix.lower() in VIDEO_EXTENSIONS:
                 videos.append(Video(str(here / name), (prefix / Path(name).stem).as_posix()))
     return videos
+
+
+def _videvent_output(folder: Path) -> bool:
+    """A folder videvent wrote: a result folder, a staging folder or a batch's output (also
+    of versions before the markers: an events.json, or an index.csv with its report)."""
+    return (folder.name.endswith(".partial") or made_by_videvent(folder)
+            or (folder / BATCH_MARKER).is_file()
+            or ((folder / INDEX_NAME).is_file() and (folder / REPORT_NAME).is_file()))
+
+
+def check_settings(videos: list[Video], settings: Settings) -> None:
+    """Raise SettingError if the settings cannot work at the first readable video's frame
+    rate (``-st 10s -et 5s``, ``--absorb-after 0``): bad usage, found before any work, not
+    one failure per video. A video that cannot be opened is left to its own outcome."""
+    for video in videos:
+        try:
+            source = open_source(video.spec, colour=settings.colour, backend=settings.backend,
+                                 fps=settings.fps)
+        except ValueError:
+            continue
+        with source:
+            prepare(source, settings)
+        return
 
 
 # -- resuming --------------------------------------------------------------------------------
@@ -391,6 +417,7 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
     summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
                            time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
+    (out / BATCH_MARKER).touch()
     # A file name that is not valid UTF-8 keeps its own bytes in the index (a program can
     # open it from there); the page, for people, shows it with a replacement character.
     _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")

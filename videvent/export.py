@@ -10,6 +10,7 @@ run's ``scores.csv``. Files appear only when complete (written under a temporary
 from __future__ import annotations
 
 import csv
+import json
 import os
 import string
 from pathlib import Path
@@ -27,6 +28,7 @@ from .sources import open_source
 
 ANNOTATED_NAME = "annotated.mp4"
 REGIONS_NAME = "regions.csv"
+CLIPS_NAME = "clips.json"
 CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
 
 
@@ -141,8 +143,13 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                     picture = np.zeros((source.height, source.width, 3), np.uint8)
                 if annotated is not None:
                     number = flagged_event.get(frame.index) or None
-                    image, boxes = annotator.draw(picture, frame.index, frame.time_s, number,
-                                                  verdict.residual_image, verdict.block_scores)
+                    # No heat map where the detector did not score the frame: during its
+                    # warm-up the model is a frame or two, and the residual is the picture.
+                    scored = verdict.status == "ok"
+                    image, boxes = annotator.draw(
+                        picture, frame.index, frame.time_s, number,
+                        verdict.residual_image if scored else None,
+                        verdict.block_scores if scored else None)
                     annotated.write(image)
                     regions.writerows((frame.index, number, rank, box.x, box.y, box.width,
                                        box.height) for rank, box in enumerate(boxes, 1))
@@ -171,6 +178,14 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
             if regions_file is not None and not regions_file.closed:
                 regions_file.close()
                 Path(regions_file.name).unlink(missing_ok=True)
+    if clips and clip_folder == folder:
+        # Which clip is which event's, for the report's links (the template is the user's).
+        names = {str(event["number"]): clip_template.format(video=source.name, n=event["number"])
+                 for event in events}
+        temporary = partial_path(folder / CLIPS_NAME)
+        temporary.write_text(json.dumps({n: name for n, name in names.items()
+                                         if (folder / name).is_file()}), encoding="utf-8")
+        os.replace(temporary, folder / CLIPS_NAME)
     return written
 
 

@@ -24,8 +24,7 @@ from .alerts import AlertSinks
 from .output import ScoresWriter, write_events
 from .output.folder import check_destination, mark, partial_path, remove_stale
 from .output.video import VideoWriter
-from .pipeline import (PeakFrames, ProblemRuns, build_segmenter, prepare_pass,
-                       write_thumbnail)
+from .pipeline import PeakFrames, ProblemRuns, prepare, write_thumbnail
 from .preprocess import frame_health
 from .segmenter import Event
 from .settings import Settings
@@ -107,9 +106,20 @@ class LiveMonitor:
         self.summary = SessionSummary()
         self._stop = threading.Event()
         self._source = self._open()   # raises SourceError now, before anything is written
+        try:
+            # Settings that cannot work at this source's frame rate: refused (SettingError)
+            # before the result folder exists.
+            self._prepared = prepare(self._source, settings)
+        except ValueError:
+            self._source.close()
+            raise
         if out_dir is None:
+            # A folder of its own, named for what and when: beside a file (as run's results
+            # are), in the current folder for a camera or a stream, which have no folder.
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
-            out_dir = f"watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+            name = f"videvent-watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+            is_file = isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec)
+            out_dir = os.path.join(os.path.dirname(os.fspath(spec)), name) if is_file else name
         self.out_dir = check_destination(out_dir)
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -188,8 +198,7 @@ class LiveMonitor:
     def run(self) -> SessionSummary:
         settings, source = self.settings, self._source
         fps = source.fps
-        run = prepare_pass(source, settings)
-        segmenter = build_segmenter(settings, fps)
+        run, segmenter = self._prepared
         pre_roll = settings.frames("time_before_event", fps)
         writer = ScoresWriter(self.out_dir / "scores.csv")
         buffer = _DropOldestBuffer(BUFFER_FRAMES)
@@ -247,6 +256,12 @@ class LiveMonitor:
             self.summary.dropped = buffer.dropped
             state.finish()
             writer.close()
+            summary = self.summary
+            state.alert("session_end", frames=summary.frames, events=summary.events,
+                        dropped=summary.dropped, reconnects=summary.reconnects,
+                        latency_ms_median=round(summary.latency_ms(0.5), 2),
+                        latency_ms_p99=round(summary.latency_ms(0.99), 2),
+                        results=os.path.abspath(self.out_dir))
             self._alerts.close()
             if self.show:
                 import cv2
@@ -332,10 +347,11 @@ class _SessionState:
             self.open_event = current = {"event": number, "start_frame": verdict.index,
                                          "start_time_s": verdict.time_s,
                                          "peak_score": verdict.score, "last_update": verdict.time_s}
+            self._open_clip(number, verdict.index)
             self.alert("start", event=number, frame=verdict.index,
                        time_s=round(verdict.time_s, 3), timecode=format_timecode(verdict.time_s),
-                       score=round(verdict.score, 3))
-            self._open_clip(number, verdict.index)
+                       score=round(verdict.score, 3),
+                       clip=None if self.clip is None else os.path.abspath(self.clip[1].path))
             return
         current["peak_score"] = max(current["peak_score"], verdict.score)
         if verdict.time_s - current["last_update"] >= UPDATE_EVERY_S:
@@ -358,22 +374,28 @@ class _SessionState:
         self.clip = (number, writer)
 
     def _close_clip(self) -> None:
-        if self.clip is not None:
-            self.clip[1].close()
-            self.clip = None
+        # Forgotten before closing: a clip that failed to close (disk full) is not closed twice.
+        clip, self.clip = self.clip, None
+        if clip is not None:
+            clip[1].close()
 
     def _event_done(self, event: Event) -> None:
+        clip = thumbnail = None
         if self.clip is not None and self.clip[0] == event.number:
+            clip = self.clip[1].path
             self._close_clip()
         peak = self.peaks.take(event)
         if peak is not None:
-            write_thumbnail(self.monitor.out_dir / "thumbnails" / f"event{event.number:03d}.jpg",
-                            *peak, self.monitor.settings.threshold_low)
+            thumbnail = self.monitor.out_dir / "thumbnails" / f"event{event.number:03d}.jpg"
+            write_thumbnail(thumbnail, *peak, self.monitor.settings.threshold_low)
         if self.open_event is not None and self.open_event["event"] == event.number:
             self.open_event = None
-        fields = event.to_dict()
-        self.alert("end", event=event.number, **{k: v for k, v in fields.items()
-                                                 if k != "number"})
+        # Rounded as the other alerts are: a receiver is shown 5.2 s, not 5.199999999999999.
+        fields = {key: round(value, 3) if isinstance(value, float) else value
+                  for key, value in event.to_dict().items() if key != "number"}
+        self.alert("end", event=event.number, **fields,
+                   thumbnail=None if thumbnail is None else os.path.abspath(thumbnail),
+                   clip=None if clip is None else os.path.abspath(clip))
         self.monitor.summary.events += 1
         self.write_events_json()
 

@@ -39,7 +39,7 @@ THUMBNAIL_WIDTH = 320
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.
 RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
-                "compare.csv", "annotated.mp4", "regions.csv")
+                "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
 _END = object()
 
 
@@ -55,6 +55,14 @@ class RunResult:
     frame_problems: list[dict]
     compare: list[str] = field(default_factory=list)
     out_dir: Path | None = None
+    # Runs of frames the detector could not score yet (it was learning the background).
+    warmup: list[dict] = field(default_factory=list)
+    frames_scored: int = 0
+    # Frames the container announced in the range scanned (None: it did not say).
+    frames_expected: int | None = None
+    # --compare: each other method's events (first and last core frame), as its own
+    # detector and segmenter found them.
+    compare_events: dict[str, list[list[int]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
@@ -65,7 +73,10 @@ class RunResult:
             "events": [event.to_dict() for event in self.events],
             "absorbed": self.absorbed,
             "frame_problems": self.frame_problems,
+            "warmup": self.warmup,
+            "frames_scored": self.frames_scored,
             "compare": self.compare,
+            "compare_events": self.compare_events,
         }
 
 
@@ -152,6 +163,15 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
                 build_detector(settings, shape, source.fps))
 
 
+def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
+    """The pass and the segmenter of ``settings`` on ``source``; SettingError if the settings,
+    in frames of this source, cannot work (bad usage: callers check this before writing)."""
+    try:
+        return prepare_pass(source, settings), build_segmenter(settings, source.fps)
+    except ValueError as error:
+        raise SettingError(str(error)) from None
+
+
 def score_frames(run: Pass, *, explain: bool | float = False,
                  decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
                  ) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
@@ -202,18 +222,26 @@ def _read_on_a_thread(run: Pass) -> Iterator[tuple[Frame, np.ndarray | None]]:
 
 
 class ProblemRuns:
-    """Runs of blank, frozen or corrupt frames, for events.json and the report."""
+    """Runs of blank, frozen or corrupt frames (or of other ``statuses``), for events.json
+    and the report."""
 
-    def __init__(self):
+    def __init__(self, statuses: tuple[str, ...] = ("blank", "frozen", "corrupt"),
+                 bridged: tuple[str, ...] = ()):
+        self.statuses, self.bridged = statuses, bridged
         self.runs: list[dict] = []
         self._open: dict | None = None
+        self._last = -1
 
     def add(self, score: FrameScore) -> None:
         status = score.status
+        if status in self.bridged:
+            self._last = score.index
+            return  # neither ends a run nor is part of it (the warm-up goes on over them)
         run = self._open
-        if run is not None and (run["status"] != status or score.index != run["end_frame"] + 1):
+        if run is not None and (run["status"] != status or score.index != self._last + 1):
             self._open = run = None
-        if status in ("blank", "frozen", "corrupt"):
+        self._last = score.index
+        if status in self.statuses:
             if run is None:
                 self._open = {"status": status, "start_frame": score.index,
                               "end_frame": score.index, "start_time_s": score.time_s,
@@ -297,24 +325,24 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
     decoded again from ``source`` for its thumbnail.
     """
-    try:
-        run = prepare_pass(source, settings)
-        segmenter = build_segmenter(settings, source.fps)
-    except ValueError as error:  # the settings, in frames of this source, do not work
-        raise SettingError(str(error)) from None
+    run, segmenter = prepare(source, settings)
     writer = ScoresWriter(folder.path("scores.csv"))
     thumbnails = folder.path("thumbnails")
     thumbnails.mkdir()
     others = {method: build_detector(settings, run.frame_shape, source.fps, method)
               for method in compare if method != settings.method}
+    # Each compared method's own events, for its panel in the report.
+    other_events = {method: build_segmenter(settings, source.fps) for method in others}
     compare_rows = open(folder.path("compare.csv"), "w") if compare else None
     if compare_rows:
         compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
     pending: deque[FrameScore] = deque()
     problems = ProblemRuns()
+    # The warm-up of a still scene is interleaved with frozen frames: one run all the same.
+    warmup = ProblemRuns(("warmup",), bridged=("blank", "frozen", "corrupt"))
     peaks = PeakFrames()
     absorbed: list[dict] = []
-    frames_read = 0
+    frames_read = frames_scored = 0
     first_vectors: list[np.ndarray | None] = []
 
     def write_decided(decisions) -> None:
@@ -337,13 +365,18 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                 absorbed.append({"frame": frame.index, "time_s": frame.time_s,
                                  "timecode": format_timecode(frame.time_s)})
             problems.add(frame_score)
+            warmup.add(frame_score)
+            frames_scored += frame_score.status == "ok"
             peaks.add(frame, frame_score)
             if compare_rows:
                 residuals = {settings.method: frame_score.residual}
                 for method, detector in others.items():
-                    residuals[method] = detector.process_frame(
+                    verdict = detector.process_frame(
                         frame.index, frame.time_s, vector, frame_score.status
-                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok").residual
+                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok")
+                    residuals[method] = verdict.residual
+                    other_events[method].update(frame.index, frame.time_s, verdict.score,
+                                                absorbed=verdict.absorbed)
                 compare_rows.write(f"{frame.index}," + ",".join(
                     f"{residuals[m]:.6g}" for m in compare) + "\n")
             if len(first_vectors) < FINGERPRINT_FRAMES:
@@ -355,6 +388,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
             if progress is not None:
                 progress(1)
         write_decided(segmenter.finish())
+        for other in other_events.values():
+            other.finish()
     finally:
         writer.close()
         if compare_rows:
@@ -371,9 +406,18 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         "absorb_after_frames": run.detector.absorb_after,
         "fingerprint": fingerprint(first_vectors, run.frame_shape),
     }
+    expected = None
+    if source.frame_count:
+        expected = max(0, (source.frame_count if run.end is None
+                           else min(run.end, source.frame_count)) - run.start)
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
-                     frame_problems=problems.runs, compare=list(compare))
+                     frame_problems=problems.runs, compare=list(compare),
+                     warmup=warmup.runs, frames_scored=frames_scored,
+                     frames_expected=expected,
+                     compare_events={method: [[e.core_start_frame, e.core_end_frame]
+                                              for e in other.events]
+                                     for method, other in other_events.items()})
 
 
 def _picture(source: FrameSource, index: int) -> np.ndarray:

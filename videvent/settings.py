@@ -8,6 +8,7 @@ them (frames, ``"12.3s"`` or a timecode) and turned into frames once the frame r
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -76,6 +77,11 @@ class Settings:
                              f"({self.rank})")
         if not 0.0 < self.inlier_fraction <= 1.0:
             raise ValueError(f"inlier-fraction must be in (0, 1], got {self.inlier_fraction}")
+        for name in ("threshold", "threshold_low", "admit_threshold"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name.replace('_', '-')} must be a finite number, "
+                                 f"got {value!r}")
         if self.threshold_low > self.threshold:
             raise ValueError(f"threshold-low ({self.threshold_low}) must not exceed threshold "
                              f"({self.threshold})")

@@ -9,6 +9,7 @@ import os
 
 import click
 
+from ..settings import SettingError
 from .main import BadInput, run_options, settings_from
 
 
@@ -29,7 +30,7 @@ def _progress_line(quiet: bool):
     return report
 
 
-@click.command("batch")
+@click.command("batch", short_help="Scan an archive of videos in parallel on Dask.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to use (e.g. tcp://host:8786); default: a local cluster, "
@@ -53,7 +54,7 @@ def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | 
     (one row per event, one per failed video) and OUT/batch_report.html. Videos with complete
     results from the same settings are skipped, so a killed batch resumes.
     """
-    from ..batch import find_videos, run_batch
+    from ..batch import check_settings, find_videos, run_batch
 
     settings = settings_from(options)
     try:
@@ -65,10 +66,13 @@ def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | 
         videos = find_videos(list(paths))
         if not videos:
             raise ValueError(f"no videos found in {', '.join(paths)}")
+        check_settings(videos, settings)
         summary = run_batch(videos, out, settings, scheduler=scheduler, workers=workers,
                             plot=not no_plot,
                             chunk_seconds=None if chunk_minutes is None else chunk_minutes * 60,
                             progress=_progress_line(quiet))
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise BadInput(str(error).splitlines()[0]) from None
     failed = summary.failed

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import click
 
@@ -17,8 +18,9 @@ from .. import __version__
 from ..detectors.subspace_window import METHODS
 from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
 from ..output import read_events
+from ..output.folder import public_name
 from ..output.report import write_plot, write_report
-from ..pipeline import detect
+from ..pipeline import detect, frame_range
 from ..settings import SettingError, Settings, load_config
 from ..timecode import format_timecode
 
@@ -132,34 +134,65 @@ def export_options(function):
 
 
 class Progress:
-    """A progress bar on stderr when it is a terminal (never when quiet or piped).
+    """Progress on stderr: a status line with the percentage, frames per second and time left
+    on a terminal, redrawn every 0.2 s; when stderr is a file or a pipe (a log), one line
+    every 5 s. ``VIDEVENT_PROGRESS_SECONDS`` sets the interval. Nothing when quiet.
 
-    The bar appears with the first frame done, so an error found before any work starts is
-    the only thing printed.
+    Nothing is printed before the first frame is done, so an error found before any work
+    starts is the only thing printed.
     """
 
-    def __init__(self, quiet: bool):
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.bar = None
-        self._label, self._length = "", None
+    TERMINAL_EVERY_S, LOG_EVERY_S = 0.2, 5.0
 
-    def start(self, label: str, length: int | None) -> None:
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet
+        self.terminal = sys.stderr.isatty()
+        self.every_s = float(os.environ.get("VIDEVENT_PROGRESS_SECONDS") or (
+            self.TERMINAL_EVERY_S if self.terminal else self.LOG_EVERY_S))
+        self._label, self._total, self._done = "", None, 0
+        self._started = self._shown = None
+        self._lines = 0
+
+    def start(self, label: str, total: int | None) -> None:
         self.finish()
-        self._label, self._length = label, length
+        self._label, self._total, self._done = label, total or None, 0
+        self._started = self._shown = None
+        self._lines = 0
 
     def update(self, n: int) -> None:
         if not self.enabled:
             return
-        if self.bar is None:
-            self.bar = click.progressbar(length=self._length or 0, label=self._label,
-                                         file=sys.stderr, show_pos=True, show_eta=True)
-            self.bar.__enter__()
-        self.bar.update(n)
+        now = time.monotonic()
+        if self._started is None:
+            self._started = self._shown = now
+        self._done += n
+        if now - self._shown >= self.every_s:
+            self._shown = now
+            self._show(now)
+
+    def _line(self, now: float) -> str:
+        rate = self._done / max(now - self._started, 1e-9)
+        if self._total:
+            text = (f"{self._label}: {self._done}/{self._total} frames "
+                    f"({100 * self._done / self._total:.0f}%), {rate:.0f} frames/s")
+            left = max(self._total - self._done, 0) / rate if rate else 0
+            return text + f", {left:.0f} s left"
+        return f"{self._label}: {self._done} frames, {rate:.0f} frames/s"
+
+    def _show(self, now: float) -> None:
+        self._lines += 1
+        if self.terminal:
+            click.echo(f"\r{self._line(now)}\x1b[K", err=True, nl=False)
+        else:
+            click.echo(f"videvent: {self._line(now)}", err=True)
 
     def finish(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        # The last count, if progress was shown at all (a short run shows none).
+        if self.enabled and self._lines:
+            self._show(time.monotonic())
+            if self.terminal:
+                click.echo("", err=True)
+        self._started, self._lines = None, 0
 
 
 def _bad_input(error: ValueError) -> BadInput:
@@ -177,7 +210,7 @@ def _methods(_ctx, _param, value):
     return methods
 
 
-@cli.command()
+@cli.command(short_help="Find the events in a video file, a folder or a pattern of images.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
               default=None, help="Result folder (default: SOURCE's name + .videvent, beside it).")
@@ -204,10 +237,13 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     progress = Progress(quiet)
 
     def started(src) -> None:
+        to_scan = frames_to_scan(settings, src)
         if not quiet:
             click.echo(f"Scanning {src.name}: {src.width}x{src.height}, {src.fps:g} fps"
-                       + (f", {src.frame_count} frames" if src.frame_count else ""), err=True)
-        progress.start("frames", src.frame_count)
+                       + (f", {_frames(to_scan)}" if to_scan else "")
+                       + (f" of {src.frame_count}" if to_scan and to_scan != src.frame_count
+                          else ""), err=True)
+        progress.start("frames", to_scan)
 
     exported: list[tuple[bool, Path | str]] = []  # (in the result folder?, path)
 
@@ -233,10 +269,23 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         raise _bad_input(error) from None
     finally:
         progress.finish()
+    warn_if_short(result, source)
     if not quiet:
         print_summary(result)
         for staged, path in exported:
             click.echo(f"Wrote {os.fspath(result.out_dir / path if staged else path)}")
+
+
+def frames_to_scan(settings: Settings, source) -> int | None:
+    """Frames the range given (``-st``/``-et``/``-dt``) covers in ``source``, by its frame
+    count; None when the count is unknown (or the range is wrong, which the run reports)."""
+    try:
+        start, end = frame_range(settings, source.fps)
+    except ValueError:
+        return None
+    if not source.frame_count:
+        return None if end is None else end - start
+    return max(0, min(end or source.frame_count, source.frame_count) - start)
 
 
 def check_output_names(out_dir: str | None, export_video: str | None, clips: bool,
@@ -266,10 +315,11 @@ def _webhook(_ctx, _param, value):
         raise click.BadParameter(str(error)) from None
 
 
-@cli.command()
+@cli.command(short_help="Watch a camera, a stream or a file live, with alerts.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
-              default=None, help="Result folder (default: watch-<name>-<date-time>).")
+              default=None, help="Result folder (default: videvent-watch-<name>-<date-time>, "
+                                 "beside a file; in the current folder for a camera or stream).")
 @click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
 @click.option("--json", "json_lines", is_flag=True,
               help="One JSON line per event start, update and end (and source lost/back) "
@@ -311,6 +361,8 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                               max_reconnects=max_reconnects, max_frames=max_frames, clips=not no_clips, show=show,
                               alerts={"json_lines": json_lines, "command": command,
                                       "webhook": webhook}, status=status)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise _bad_input(error) from None
     for signal_number in (signal.SIGINT, signal.SIGTERM):
@@ -329,7 +381,7 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                        "reconnection attempts")
 
 
-@cli.command("export")
+@cli.command("export", short_help="Write the annotated video and event clips of a result.")
 @click.argument("result_dir", type=click.Path(file_okay=False))
 @click.option("--video/--no-video", default=True, show_default=True,
               help="Write the annotated video.")
@@ -345,7 +397,7 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
     """
     progress = Progress(quiet)
     try:
-        progress.start("export", None)
+        progress.start("export", _frames_read(result_dir))
         written = export(result_dir, video=(video_path or True) if video else False,
                          clips=clips, clip_template=clip_template, progress=progress.update)
         progress.finish()
@@ -359,7 +411,16 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
             click.echo(f"Wrote {os.fspath(path)}")
 
 
-@cli.command("report")
+def _frames_read(result_dir: str) -> int | None:
+    """How many frames an export of RESULT_DIR will go through (None if it cannot tell: the
+    export itself then says what is wrong with the folder)."""
+    try:
+        return int(read_events(Path(result_dir) / "events.json")["frames_read"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@cli.command("report", short_help="Redraw the plot and report of a result (no decoding).")
 @click.argument("result_dir", type=click.Path(file_okay=False))
 def report_command(result_dir: str) -> None:
     """Re-render residuals.png and report.html of RESULT_DIR from its files (no decoding)."""
@@ -374,10 +435,37 @@ def report_command(result_dir: str) -> None:
         raise BadInput(str(error).splitlines()[0]) from None
 
 
+def warn_if_short(result, spec: str) -> None:
+    """A file that ends before the frame its container announced: said on stderr, even with
+    -q (the run is complete, but of less of the video than the user thinks)."""
+    expected = result.frames_expected
+    if expected and result.frames_read < expected:
+        click.echo(f"videvent: warning: '{spec}' ends early: {result.frames_read} of the "
+                   f"{expected} frames its container announces could be read (a truncated "
+                   f"or damaged file?)", err=True)
+
+
+def _frames(count: int) -> str:
+    return f"{count} frame{'' if count == 1 else 's'}"
+
+
 def print_summary(result) -> None:
     events = result.events
-    click.echo(f"{result.frames_read} frames scanned, {len(events)} event"
-               f"{'' if len(events) == 1 else 's'} found.")
+    read, scored = result.frames_read, result.frames_scored
+    if scored == 0:
+        # "0 events" would claim the video was looked at.
+        click.echo(f"{_frames(read)} read, none could be scored: the detector was still "
+                   f"learning the background (warm-up) or no frame had a usable picture; a "
+                   f"longer video, or a smaller -w/--window, gives it frames to score.")
+    else:
+        click.echo(f"{_frames(read)} scanned"
+                   + (f" ({scored} scored)" if scored < read else "")
+                   + f", {len(events)} event{'' if len(events) == 1 else 's'} found.")
+    for run_ in result.warmup if scored else ():
+        click.echo(f"Not scored, warm-up (learning the background): frames "
+                   f"{run_['start_frame']}-{run_['end_frame']} "
+                   f"({format_timecode(run_['start_time_s'])}-"
+                   f"{format_timecode(run_['end_time_s'])}); an event there is not seen.")
     if events:
         click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
                    f"{'peak':>7}")
@@ -414,6 +502,19 @@ def _stop(signal_number: int, _frame) -> None:
     raise Stopped(signal_number)
 
 
+def _silence_native_logs() -> None:
+    """Keep OpenCV's and its FFmpeg's own log lines (``moov atom not found``, ``[tcp @ 0x..]
+    Connection refused``, camera probes) off stderr: they would break the one-line promise,
+    and every failure they describe becomes videvent's own message. Set in the environment
+    too, so that batch's worker processes inherit it; before any capture is opened, which is
+    when OpenCV reads its FFmpeg level. PyAV logs nothing unless asked (``av.logging``)."""
+    import cv2
+
+    os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")   # AV_LOG_QUIET
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+
+
 def main() -> None:
     """Entry point with the last line of defence: no traceback ever reaches the user.
 
@@ -423,6 +524,8 @@ def main() -> None:
     """
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, _stop)
+    if not os.environ.get("VIDEVENT_DEBUG"):
+        _silence_native_logs()
     try:
         cli.main(standalone_mode=False)
     except click.UsageError as error:
@@ -440,6 +543,10 @@ def main() -> None:
         name = signal.Signals(stop.signal_number).name
         click.echo(f"videvent: stopped by {name}; nothing half-written was left", err=True)
         sys.exit(128 + stop.signal_number)
+    except OSError as error:  # disk full, read-only, a folder gone: ordinary, and named
+        where = f"'{public_name(os.fsdecode(error.filename))}': " if error.filename else ""
+        click.echo(f"videvent: error: {where}{error.strerror or error}", err=True)
+        sys.exit(1)
     except Exception as error:  # noqa: BLE001 - an unexpected failure is still one line
         if os.environ.get("VIDEVENT_DEBUG"):
             raise

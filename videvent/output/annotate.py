@@ -25,6 +25,12 @@ HEAT_FULL_SCALE = 60.0
 # four times the frame's median residual (what the background moves by).
 BOX_MIN_LEVEL = 20.0
 BOX_MEDIAN_FACTOR = 4.0
+# The smallest box side: the frame's long side over this.
+BOX_MIN_FRACTION = 40
+# Text height (timecode, EVENT label) as a share of the frame height, within these pixels:
+# readable on a 160x120 frame, not shouting on a 1080p one.
+TEXT_HEIGHT_SHARE, TEXT_MIN_PX, TEXT_MAX_PX = 1 / 14, 10, 28
+HERSHEY_PX_PER_SCALE = 27     # FONT_HERSHEY_SIMPLEX's height at scale 1
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,9 @@ def heat_overlay(image: np.ndarray, residual_image: np.ndarray) -> np.ndarray:
 
 
 def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level: float,
-                    frame_size: tuple[int, int], min_area: int = 4) -> list[Box]:
-    """Boxes (in frame pixels) around the strongly changed regions of unusual blocks."""
+                    frame_size: tuple[int, int]) -> list[Box]:
+    """Boxes (in frame pixels) around the strongly changed regions of unusual blocks; none
+    with a side under 1/40 of the frame's long side (a 2x3 box marks a speck, not a thing)."""
     magnitude = np.abs(residual_image)
     if magnitude.ndim == 3:
         magnitude = magnitude.max(axis=2)
@@ -66,12 +73,11 @@ def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level:
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     scale_x, scale_y = frame_size[0] / width, frame_size[1] / height
-    boxes = []
-    for x, y, w, h, area in stats[1:count]:
-        if area >= min_area:
-            boxes.append(Box(round(x * scale_x), round(y * scale_y), round(w * scale_x),
-                             round(h * scale_y)))
-    return sorted(boxes, key=lambda box: box.area, reverse=True)
+    smallest = max(frame_size) / BOX_MIN_FRACTION
+    boxes = [Box(round(x * scale_x), round(y * scale_y), round(w * scale_x), round(h * scale_y))
+             for x, y, w, h, _ in stats[1:count]]
+    return sorted((box for box in boxes if min(box.width, box.height) >= smallest),
+                  key=lambda box: box.area, reverse=True)
 
 
 def draw_boxes(image: np.ndarray, boxes: list[Box]) -> None:
@@ -82,17 +88,18 @@ def draw_boxes(image: np.ndarray, boxes: list[Box]) -> None:
 
 
 def _text(image: np.ndarray, text: str, origin: tuple[int, int], scale: float,
-          background: tuple[int, int, int] | None = None) -> None:
+          background: tuple[int, int, int], right: bool = False) -> None:
+    """White text on a box of ``background`` whose top left (``right``: top right) corner
+    is ``origin``. Small text is drawn without anti-aliasing, which would blur it away."""
     thickness = max(1, round(scale * 2))
     (w, h), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
+    pad = max(2, h // 4)
     x, y = origin
-    if background is not None:
-        cv2.rectangle(image, (x - 4, y - h - 4), (x + w + 4, y + baseline + 2), background, -1)
-    else:  # a dark outline keeps white text readable on any picture
-        cv2.putText(image, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0),
-                    thickness + 2, cv2.LINE_AA)
-    cv2.putText(image, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255),
-                thickness, cv2.LINE_AA)
+    if right:
+        x -= w + 2 * pad
+    cv2.rectangle(image, (x, y), (x + w + 2 * pad, y + h + baseline + 2 * pad), background, -1)
+    cv2.putText(image, text, (x + pad, y + pad + h), cv2.FONT_HERSHEY_SIMPLEX, scale,
+                (255, 255, 255), thickness, cv2.LINE_AA if scale >= 0.6 else cv2.LINE_8)
 
 
 class StripChart:
@@ -136,12 +143,15 @@ class Annotator:
                  events: list[dict], threshold: float, box_level: float):
         self.width, self.height = width, height
         self.box_level = box_level
-        # A sixth of the frame, at least 24 pixels, but never more than half of a small frame;
-        # none on a frame too small to show one (under 12 pixels high).
-        chart_height = min(max(24, height // 6), height // 2)
+        # A seventh of the frame (and never more than half of a tiny one); none on a frame
+        # too small to show one (under 12 pixels high).
+        chart_height = min(max(6, height // 7), height // 2)
         self.chart = StripChart(width, chart_height, scores["frame"], scores["score"],
                                 threshold, events) if chart_height >= 6 else None
-        self._scale = max(0.45, width / 1280)
+        # Text scaled with the frame, as the chart is.
+        text_px = min(max(TEXT_MIN_PX, height * TEXT_HEIGHT_SHARE), TEXT_MAX_PX)
+        self._scale = text_px / HERSHEY_PX_PER_SCALE
+        self._margin = max(2, height // 60)
 
     def draw(self, image: np.ndarray, frame: int, time_s: float, event_number: int | None,
              residual_image: np.ndarray | None, block_scores: np.ndarray | None
@@ -155,14 +165,15 @@ class Annotator:
                 boxes = changed_regions(residual_image, block_scores, self.box_level,
                                         (self.width, self.height))
                 draw_boxes(out, boxes)
-            border = max(3, self.width // 100)
+            border = max(1, min(self.width, self.height) // 100)
             cv2.rectangle(out, (0, 0), (self.width - 1, self.height - 1), EVENT_BGR, border * 2)
-            _text(out, f"EVENT {event_number}", (border + 8, border + int(34 * self._scale)),
-                  self._scale, background=EVENT_BGR)
+            _text(out, f"EVENT {event_number}", (border + self._margin, border + self._margin),
+                  self._scale, EVENT_BGR)
+        # Under an hour, the hours are left out: a shorter stamp on a small frame.
         stamp = format_timecode(time_s)
-        size = cv2.getTextSize(stamp, cv2.FONT_HERSHEY_SIMPLEX, self._scale * 0.7, 1)[0]
-        _text(out, stamp, (self.width - size[0] - 12, size[1] + 10), self._scale * 0.7,
-              background=(30, 30, 30))
+        stamp = stamp[3:] if stamp.startswith("00:") else stamp
+        _text(out, stamp, (self.width - self._margin, self._margin), self._scale, (30, 30, 30),
+              right=True)
         if self.chart is not None:
             self.chart.draw(out, frame)
         return out, boxes

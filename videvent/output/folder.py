@@ -39,6 +39,13 @@ def partial_path(target: str | os.PathLike) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.partial")
 
 
+def public_name(path: str | os.PathLike) -> str:
+    """``path`` with each temporary component named as what it becomes: the user never saw
+    ``.clip.videvent.123-ab.partial/.annotated.mp4.123.partial``, only ``clip.videvent/annotated.mp4``."""
+    parts = [(_PARTIAL.match(part) or {"name": part})["name"] for part in Path(path).parts]
+    return os.fspath(Path(*parts)) if parts else os.fspath(path)
+
+
 def made_by_videvent(folder: Path) -> bool:
     """True for a folder videvent made: it holds the marker, or is a result folder of a
     version before the marker (its events.json says which videvent wrote it)."""
@@ -193,5 +200,11 @@ class ResultFolder:
     def __exit__(self, exc_type, exc, traceback) -> None:
         if exc_type is None:
             self.commit(self.replaces)
-        else:
-            self.discard()
+            return
+        self.discard()
+        # A write that failed in the staging folder (disk full, quota) is named by the result
+        # folder the user asked for: the staging folder is gone, and was never theirs.
+        if isinstance(exc, OSError) and (exc.filename is None
+                                         or str(self.staging) in os.fspath(exc.filename)):
+            raise ValueError(f"cannot write the results into '{self.destination}': "
+                             f"{exc.strerror or exc}; it is as it was") from None

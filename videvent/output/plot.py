@@ -3,7 +3,8 @@
 Top: the residual of every frame against the background subspace (what the paper plots).
 Bottom: the score the events come from, with the thresholds. Events are shaded in both;
 the moments the detector absorbed a lasting change and the blank, frozen or corrupt frames
-are marked. Drawn from ``scores.csv`` and the event list, so it can be redrawn without the video.
+are marked, the warm-up (frames not scored) hatched; the time in seconds runs along the top.
+Drawn from ``scores.csv`` and the event list, so it can be redrawn without the video.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from matplotlib.figure import Figure
 
 EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"
+WARMUP_COLOUR = "#7f7f7f"
 PROBLEM_COLOURS = {"blank": "#7f7f7f", "frozen": "#1f77b4", "corrupt": "#9467bd"}
 
 
@@ -60,11 +62,21 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
                          color=EVENT_COLOUR, alpha=0.3, linewidth=0)
         for frame in frames[scores["absorbed"]]:
             axis.axvline(frame, color="#2ca02c", linestyle="-.", linewidth=1.2)
+    # The event numbers inside the plot, under its top edge: above it they ran into the title.
     for event in events:
-        top.annotate(f"{event['number']}", (event["peak_frame"], 1.0),
-                     xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8,
-                     color=EVENT_COLOUR)
+        top.annotate(f"{event['number']}", (event["peak_frame"], 0.97),
+                     xycoords=("data", "axes fraction"), ha="center", va="top", fontsize=8,
+                     color=EVENT_COLOUR, fontweight="bold")
     status = scores["status"]
+    # Blank, frozen or corrupt frames in the warm-up (a still scene) do not interrupt it.
+    warmup = _runs(frames, status == "warmup", np.isin(status, list(PROBLEM_COLOURS)))
+    for axis in (top, bottom):
+        for first, last in warmup:
+            axis.axvspan(first - 0.5, last + 0.5, color=WARMUP_COLOUR, alpha=0.35, linewidth=0,
+                         hatch="//", fill=False)
+    if warmup:
+        bottom.fill_between([], [], color=WARMUP_COLOUR, alpha=0.35, hatch="//",
+                            label="warm-up, not scored")
     for name, colour in PROBLEM_COLOURS.items():
         marked = frames[status == name]
         if marked.size:
@@ -72,13 +84,36 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
                         label=f"{name} frames")
     if scores["absorbed"].any():
         bottom.plot([], [], color="#2ca02c", linestyle="-.", label="lasting change absorbed")
-    bottom.legend(loc="upper left", fontsize=8, framealpha=0.8)
+    # Beside the plot, not on it: inside, it hid the first event.
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     if frames.size:
         top.set_xlim(frames[0] - 0.5, frames[-1] + 0.5)
+    if frames.size > 1 and "time_s" in scores:  # scores of a caller's own may have no times
+        times = scores["time_s"]
+        clock = top.secondary_xaxis("top", functions=(
+            lambda f: np.interp(f, frames, times), lambda t: np.interp(t, times, frames)))
+        clock.set_xlabel("time (s)")
     if title:
         top.set_title(title)
     figure.tight_layout()
     return figure
+
+
+def _runs(frames: np.ndarray, mask: np.ndarray, bridged: np.ndarray
+          ) -> list[tuple[int, int]]:
+    """(first, last) frame of each run of rows where ``mask`` holds; ``bridged`` rows
+    between two such rows do not end the run."""
+    runs: list[tuple[int, int]] = []
+    open_run = False
+    for frame, on, bridge in zip(frames.tolist(), mask.tolist(), bridged.tolist()):
+        if on and open_run:
+            runs[-1] = (runs[-1][0], frame)
+        elif on:
+            runs.append((frame, frame))
+            open_run = True
+        elif not bridge:
+            open_run = False
+    return runs
 
 
 def write_residual_plot(path: str | os.PathLike, scores: dict[str, np.ndarray],

@@ -11,8 +11,10 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
@@ -64,8 +66,9 @@ def _png_data(figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def compare_figure(folder: Path, events: list[dict], status: np.ndarray):
-    """The paper's side-by-side panels: residual per frame of each method, events shaded."""
+def compare_figure(folder: Path, document: dict, status: np.ndarray):
+    """The paper's side-by-side panels: residual per frame of each method, each shaded with
+    its own method's events (results of earlier versions did not record them: unshaded)."""
     import matplotlib.pyplot as plt
 
     from .plot import residual_axis_top
@@ -75,11 +78,13 @@ def compare_figure(folder: Path, events: list[dict], status: np.ndarray):
     columns = 2 if len(methods) > 1 else 1
     rows = -(-len(methods) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(5 * columns, 2.6 * rows), squeeze=False)
+    own_events = {document["settings"]["method"]: [
+        [event["core_start_frame"], event["core_end_frame"]] for event in document["events"]],
+        **document.get("compare_events", {})}
     for axis, method in zip(axes.ravel(), methods):
         axis.plot(table["frame"], table[f"residual_{method}"], color="black", linewidth=0.8)
-        for event in events:
-            axis.axvspan(event["core_start_frame"] - 0.5, event["core_end_frame"] + 0.5,
-                         color="#d62728", alpha=0.25, linewidth=0)
+        for first, last in own_events.get(method, []):
+            axis.axvspan(first - 0.5, last + 0.5, color="#d62728", alpha=0.25, linewidth=0)
         axis.set_ylim(0, residual_axis_top(table[f"residual_{method}"], status))
         axis.set_title(method.upper())
         axis.set_xlabel("frame")
@@ -138,34 +143,87 @@ def render_report(folder: str | os.PathLike) -> str:
         parts.append("<ul class='notes'>" + "".join(f"<li>{escape(n)}</li>" for n in notes)
                      + "</ul>")
     parts.append("<h2>Events</h2>")
+    video = (folder / "annotated.mp4").is_file()
+    clips = _clips(folder, source, events)
+    poster = ""
     if events:
         parts.append("<table class='events'><tr><th>#</th><th>start</th><th>end</th>"
-                     "<th>duration</th><th>frames</th><th>peak score</th><th>peak frame</th></tr>")
+                     "<th>duration</th><th>frames</th><th>peak score</th><th>peak frame</th>"
+                     "<th>see it</th></tr>")
         for event in events:
             thumbnail = folder / "thumbnails" / f"event{event['number']:03d}.jpg"
             picture = (f"<img class='thumb' alt='event {event['number']} peak' "
                        f"src='{_image_data(thumbnail)}'>" if thumbnail.is_file() else "")
+            if picture and not poster:  # the video's poster: the first event, not frame 0
+                poster = _image_data(thumbnail)
             note = " (lasting change, absorbed)" if event["absorbed"] else ""
             # events.json may have been edited: every value from it is text, never markup.
             cell = lambda key: escape(str(event[key]))  # noqa: E731
+            links = []
+            if video:
+                links.append(f"<a href='#annotated' class='seek' "
+                             f"data-time='{float(event['start_time_s']):.3f}'>play in the "
+                             f"annotated video</a>")
+            if event["number"] in clips:
+                # A name that is not valid UTF-8 is linked by its own bytes.
+                href = quote(clips[event["number"]], errors="surrogateescape")
+                links.append(f"<a href='{escape(href)}'>clip</a>")
             parts.append(_row([cell("number"), cell("start_timecode"), cell("end_timecode"),
                                f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
                                f"{cell('end_frame')}", f"{event['peak_score']:.1f}{note}",
-                               f"{cell('peak_frame')}<br>{picture}"]))
+                               f"{cell('peak_frame')}<br>{picture}", "<br>".join(links)]))
         parts.append("</table>")
     else:
         parts.append("<p>No events.</p>")
     if (folder / "compare.csv").is_file():
         parts += ["<h2>Methods side by side</h2>",
                   f"<img class='plot' alt='residual per frame of each method' "
-                  f"src='{_png_data(compare_figure(folder, events, scores['status']))}'>"]
-    if (folder / "annotated.mp4").is_file():
+                  f"src='{_png_data(compare_figure(folder, document, scores['status']))}'>"]
+    if video:
         parts += ["<h2>Annotated video</h2>",
-                  "<video controls preload='metadata' src='annotated.mp4'></video>"]
+                  f"<video id='annotated' controls preload='metadata' src='annotated.mp4'"
+                  + (f" poster='{poster}'" if poster else "") + "></video>", SEEK_SCRIPT]
     parts += ["<h2>Settings</h2>", "<table class='facts'>"]
-    parts += [_row([escape(key), escape(str(value))]) for key, value in settings.items()]
+    parts += [_row([escape(key.replace("_", "-")), escape(_setting_text(key, value))])
+              for key, value in settings.items() if value is not None or key == "absorb_after"]
     parts.append("</table>")
     return html_page(f"videvent: {source['name']}", "\n".join(parts))
+
+
+# The events' links: the annotated video jumps to the event and plays (no network, no library).
+SEEK_SCRIPT = """<script>
+document.querySelectorAll("a.seek").forEach(function (link) {
+  link.addEventListener("click", function () {
+    var video = document.getElementById("annotated");
+    video.currentTime = parseFloat(link.dataset.time);
+    video.play();
+  });
+});
+</script>"""
+
+
+def _setting_text(key: str, value) -> str:
+    """A setting as a person reads it: no Python None, True or False."""
+    if value is None:
+        return "never" if key == "absorb_after" else "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _clips(folder: Path, source: dict, events: list[dict]) -> dict[int, str]:
+    """Event number -> its clip's file name in the folder: as the export recorded them
+    (``clips.json``), else by the default names (``watch`` writes those)."""
+    try:
+        recorded = {int(n): str(name) for n, name in
+                    json.loads((folder / "clips.json").read_text("utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        recorded = {}
+    for event in events:
+        default = f"{source['name']}.event{event['number']:03d}.mp4"
+        if event["number"] not in recorded and (folder / default).is_file():
+            recorded[event["number"]] = default
+    return {n: name for n, name in recorded.items() if (folder / name).is_file()}
 
 
 def write_report(folder: str | os.PathLike) -> Path:
@@ -192,7 +250,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: left;
           vertical-align: top; }}
 img.plot {{ max-width: 100%; }}
 img.thumb {{ width: 320px; margin-top: 0.3em; }}
-video {{ max-width: 100%; }}
+video {{ width: 100%; max-width: 960px; background: #000; }}
 .notes li {{ color: #555; }}
 </style>
 </head>

@@ -51,13 +51,21 @@ class VideoWriter:
         self.frames_written += 1
 
     def close(self) -> Path:
-        self._container.mux(self._stream.encode())
-        self._container.close()
+        try:
+            self._container.mux(self._stream.encode())
+            self._container.close()
+        except (OSError, av.error.FFmpegError) as error:
+            # PyAV reports a full disk as EOFError, which click would take for Ctrl-D.
+            self.discard()
+            raise OSError(getattr(error, "errno", None) or 0,
+                          getattr(error, "strerror", None) or str(error), str(self.path)) from None
         os.replace(self._temporary, self.path)
         return self.path
 
     def discard(self) -> None:
         try:
             self._container.close()
+        except (OSError, av.error.FFmpegError):
+            pass  # the file is being thrown away: how its ending failed does not matter
         finally:
             self._temporary.unlink(missing_ok=True)
