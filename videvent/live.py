@@ -385,7 +385,7 @@ class _SessionState:
                        "frame_count": None, "width": source.width, "height": source.height,
                        "working_width": self.run.frame_shape[1],
                        "working_height": self.run.frame_shape[0], "first_frame": self.run.start,
-                       "absorb_after_frames": self.run.detector.absorb_after, "live": True},
+                       "absorb_after_frames": self.run.detector.static_after, "live": True},
             "settings": self.monitor.settings.to_dict(),
             "frames_read": self.frames_read,
             "events": [event.to_dict() for event in self.segmenter.events],

@@ -1,0 +1,273 @@
+"""The background model: the robust subspace (SNCP) of a window of frames, and how far a frame
+lies from it, block by block.
+
+The model holds a window of frames and knows nothing about which frames it should hold: that is
+the policy's business (``policy.py``). Whatever the window holds, the background subspace is
+spanned by the frames the robust inlier scores pick (SNCP by default), so frames of an event
+that sit in the window are outvoted, as in the paper's batch setting. The window's Gram matrix
+``X X^T`` is kept up to date one row at a time; its small eigen-decomposition gives the top-k
+projection of the window that the paper scores, so no pixel-sized SVD is ever computed.
+
+A frame is scored block by block: the residual image (the frame minus its reconstruction from
+the subspace) is cut into a grid, and each block's log residual energy is z-scored against that
+block's robust statistics over the frames the model learned. A waving tree leaves a large
+residual where the tree is, every frame; a person on the lawn leaves one where it is usually
+tiny. The overall brightness is scored apart, since normalising frames to unit length hides it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..rpca.scores import (ancp_from_singular_vectors, coherence_values, demote_unexplained,
+                           right_singular_vectors, sncp_from_singular_vectors)
+
+METHODS = ("sncp", "ancp", "cop", "pca")
+
+# Block energies are scored as logs, so the z-score reads relative changes whatever the
+# scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or
+# two): below that, residual is sensor and compression noise.
+ENERGY_FLOOR = 0.01
+# The spread of a block's log energy is the larger of the MAD-based sigma and the upper
+# quartile's distance from the median / 0.6745 (equal for normal data). The second reads the
+# upper half alone, where a waving tree's gusts widen the spread; a higher quantile would let
+# the event frames that remain among the inliers (cars in every frame) widen it too. A floor
+# of 15% keeps perfectly still blocks from turning noise into events.
+MAD_TO_SIGMA = 1.4826
+UPPER_QUANTILE, UPPER_QUANTILE_Z = 0.75, 0.6745
+LOG_SPREAD_FLOOR = 0.15
+# Share of the window, most inlier-like first, whose residuals give the block statistics: more
+# than span the subspace, so the statistics see the background's own motion out of sample.
+STATISTICS_FRACTION = 0.5
+# Frames learned before z-scores mean anything.
+MIN_HISTORY = 5
+# Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
+EIGENVALUE_RTOL = 1e-12
+# A basis vector whose squared length, nominally 1, comes out below this has collapsed:
+# float32 frames leave round-off of about 1e-7 there.
+COLLAPSED_DIRECTION = 1e-4
+
+
+@dataclass
+class Assessment:
+    """How one frame compares with the background model.
+
+    residual: distance of the unit-length frame from the subspace (0..1, the paper's quantity)
+    residual_image: the frame minus its reconstruction (grey levels, same length as the frame)
+    block_energies: log root-mean-square residual of each block of the unit-length frame
+    brightness: log of the frame's mean pixel
+    """
+
+    residual: float
+    residual_image: np.ndarray
+    block_energies: np.ndarray
+    brightness: float
+
+
+class SubspaceBackground:
+    """A window of frames, its robust background subspace, and per-block residual statistics.
+
+    river-style: ``score_one`` compares a frame with the model, ``learn_one`` puts a frame in
+    the window (the oldest leaves) and its features in the statistics. State is bounded: the
+    window (``window`` frames) and ``window`` feature rows.
+    """
+
+    def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
+                 window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
+                 refit_every: int = 1, blocks: int = 16):
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        if rank < 1 or window < rank + 1:
+            raise ValueError(f"need rank >= 1 and a window longer than rank, got rank={rank}, "
+                             f"window={window}")
+        if projection_dim < rank:
+            raise ValueError(f"projection dimension {projection_dim} is below rank {rank}")
+        if not 0.0 < inlier_fraction <= 1.0:
+            raise ValueError(f"inlier fraction must be in (0, 1], got {inlier_fraction}")
+        if len(frame_shape) not in (2, 3) or min(frame_shape) < 1:
+            raise ValueError(f"frame shape must be (height, width[, channels]), got {frame_shape}")
+        if blocks < 1:
+            raise ValueError(f"blocks must be at least 1, got {blocks}")
+        self.frame_shape = tuple(int(n) for n in frame_shape)
+        self.n_features = int(np.prod(self.frame_shape))
+        height, width = self.frame_shape[:2]
+        scale = blocks / max(height, width)
+        self.grid = (max(1, min(width, round(width * scale))),
+                     max(1, min(height, round(height * scale))))
+        self.n_blocks = self.grid[0] * self.grid[1]
+        self.method = method
+        self.rank = int(rank)
+        self.window = int(window)
+        self.projection_dim = int(projection_dim)
+        self.inlier_fraction = float(inlier_fraction)
+        self.refit_every = max(1, int(refit_every))
+
+        # Frames in float32 halve the memory traffic of the per-frame products; the small
+        # matrices (Gram, eigenvectors) stay float64.
+        self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
+        self.gram_ = np.zeros((self.window, self.window))
+        self.n_filled_ = 0
+        self.next_slot_ = 0
+        self.n_pinned_ = 0                                        # slots learn_one keeps
+        self.basis_ = np.zeros((self.n_features, 0), np.float32)  # pixel-space, orthonormal
+        self.inliers_ = np.zeros(0, int)                          # window rows spanning it
+        self.inlier_order_ = np.zeros(0, int)                     # rows, most inlier-like first
+        # Residual statistics of the frames spanning the subspace, refreshed at each refit.
+        self.block_history_ = np.zeros((0, self.n_blocks))
+        self.added_since_refit_ = 0
+        self.n_refits_ = 0
+        self._stats = None                                        # cached medians and scales
+        self._unit_pixel = 1.0 / math.sqrt(self.n_features)
+
+    @property
+    def ready(self) -> bool:
+        """The model has a subspace and enough history for its z-scores to mean anything."""
+        return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
+
+    # -- river-style API ---------------------------------------------------------------------
+    def score_one(self, x: np.ndarray) -> Assessment:
+        outside = x - self.basis_ @ (self.basis_.T @ x)
+        norm = float(np.linalg.norm(x))
+        if norm == 0.0:
+            return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
+        return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
+                          self.block_energies(outside / norm),
+                          math.log(max(float(x.mean()), 1e-3)))
+
+    def learn_one(self, x: np.ndarray) -> None:
+        """``x`` joins the window, in the oldest slot that is not pinned."""
+        slot = self.next_slot_
+        self.frames_[slot] = x
+        n = max(self.n_filled_, slot + 1)
+        inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
+        self.gram_[slot, :n] = inner
+        self.gram_[:n, slot] = inner
+        self.n_filled_ = n
+        self.next_slot_ = slot + 1 if slot + 1 < self.window else self.n_pinned_
+        self.added_since_refit_ += 1
+        if self.added_since_refit_ >= self.refit_every or self.basis_.shape[1] == 0:
+            self.refit()
+
+    def reset(self, frames: np.ndarray, *, pinned: int = 0) -> None:
+        """Rebuild the model from ``frames`` alone (one a row): a seed, or a new scene.
+
+        ``pinned``: how many of them stay in the window for good (frames spread over a whole
+        video keep the model anchored to it); the others are replaced first.
+
+        Their statistics are their residuals against the subspace they span; the inlier
+        scores keep the outlying ones out of that subspace, and the statistics are medians,
+        so a minority of event frames among them moves neither.
+        """
+        frames = np.asarray(frames, np.float32)[-self.window:]
+        m = len(frames)
+        self.frames_[:m] = frames
+        self.gram_[:m, :m] = frames.astype(np.float64) @ frames.T.astype(np.float64)
+        self.n_filled_ = m
+        self.n_pinned_ = min(int(pinned), m, self.window - 1)
+        self.next_slot_ = m if m < self.window else self.n_pinned_
+        self.refit()
+
+    # -- scores ------------------------------------------------------------------------------
+    def block_energies(self, outside: np.ndarray) -> np.ndarray:
+        """Log of the root-mean-square of each block of ``outside`` (a unit-length residual)."""
+        squared = (outside * outside).reshape(self.frame_shape)
+        if squared.ndim == 3:
+            squared = squared.sum(axis=2)
+        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA)
+        floor = (ENERGY_FLOOR * self._unit_pixel) ** 2
+        return 0.5 * np.log(np.maximum(means, floor)).ravel()
+
+    def block_z(self, energies: np.ndarray) -> np.ndarray:
+        """z-score of every block's log energy (zeros before the model is ready)."""
+        if not self.ready:
+            return np.zeros(self.n_blocks)
+        median, scale = self._statistics()
+        return (energies - median) / scale
+
+    def _statistics(self):
+        """Per-block median and spread of the background frames' log residual energy."""
+        if self._stats is None:
+            history = self.block_history_
+            median = np.median(history, axis=0)
+            spread = MAD_TO_SIGMA * np.median(np.abs(history - median), axis=0)
+            upper = (np.quantile(history, UPPER_QUANTILE, axis=0) - median) / UPPER_QUANTILE_Z
+            scale = np.maximum(np.maximum(spread, upper), LOG_SPREAD_FLOOR)
+            self._stats = (median, scale)
+        return self._stats
+
+    # -- the subspace ------------------------------------------------------------------------
+    def refit(self) -> None:
+        """Recompute the background subspace from the window's Gram matrix."""
+        self.added_since_refit_ = 0
+        n = self.n_filled_
+        if n == 0:
+            return
+        eigenvalues, eigenvectors = np.linalg.eigh(self.gram_[:n, :n])
+        eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
+        if eigenvalues[0] <= 0.0:
+            return
+        k = int(np.count_nonzero(eigenvalues > eigenvalues[0] * EIGENVALUE_RTOL))
+        k = min(k, self.projection_dim)
+        top_values, top_vectors = eigenvalues[:k], eigenvectors[:, :k]
+        # Coordinates of the window's frames in its top-k left singular basis (k x n).
+        projected = np.sqrt(top_values)[:, None] * top_vectors.T
+        normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
+        self.inliers_ = self._inlier_columns(normalised)
+        chosen = normalised[:, self.inliers_]
+        # Top left singular vectors of the chosen columns, from their k x k Gram matrix.
+        _, left = np.linalg.eigh(chosen @ chosen.T)
+        basis_in_projection = left[:, ::-1][:, :min(self.rank, k, chosen.shape[1])]
+        # Back to pixels without forming the k pixel-sized singular vectors:
+        # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
+        coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
+        # One matrix-vector product per basis vector: BLAS reads the window once for each,
+        # where a single (pixels x n) @ (n x rank) product runs two to three times slower.
+        rows = [column @ self.frames_[:n] for column in coefficients.T.astype(np.float32)]
+        self.basis_ = _orthonormal_rows(np.stack(rows)).T
+        self.n_refits_ += 1
+        self._refresh_statistics()
+
+    def _refresh_statistics(self) -> None:
+        """Residual features of the frames that span the subspace: what background looks like.
+
+        Taken from the inliers, not from every frame learned, so that the frames of an event
+        in the window move neither the subspace nor the yardstick it is measured with.
+        """
+        count = max(len(self.inliers_), math.ceil(STATISTICS_FRACTION * self.n_filled_))
+        inliers = self.frames_[np.sort(self.inlier_order_[:count])]
+        outside = inliers - (inliers @ self.basis_) @ self.basis_.T
+        norms = np.maximum(np.linalg.norm(inliers, axis=1), 1e-12)
+        self.block_history_ = np.array([self.block_energies(row / norm)
+                                        for row, norm in zip(outside, norms)])
+        self._stats = None
+
+    def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
+        n = normalised.shape[1]
+        if self.method == "pca" or n <= self.rank:
+            self.inlier_order_ = np.arange(n)
+            return self.inlier_order_
+        if self.method == "cop":
+            scores = coherence_values(normalised)
+        else:
+            V, singular_values = right_singular_vectors(normalised, with_values=True)
+            scores = demote_unexplained(sncp_from_singular_vectors(V) if self.method == "sncp"
+                                        else ancp_from_singular_vectors(V), V, singular_values)
+        self.inlier_order_ = np.argsort(-scores, kind="stable")
+        n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
+        return np.sort(self.inlier_order_[:n_inliers])
+
+
+def _orthonormal_rows(rows: np.ndarray) -> np.ndarray:
+    """Orthonormal rows spanning what ``rows`` span, from their small Gram matrix.
+
+    The basis vectors come out of the eigenpairs nominally orthonormal; round-off in the small
+    eigenvalues leaves them slightly skew, and a window spanning fewer dimensions than the rank
+    gives directions that collapse to (numerically) nothing. Those are dropped, not blown up.
+    """
+    values, vectors = np.linalg.eigh((rows @ rows.T).astype(np.float64))
+    kept = values > COLLAPSED_DIRECTION * max(float(values.max(initial=0.0)), 1e-30)
+    return (vectors[:, kept] / np.sqrt(values[kept])).T.astype(np.float32) @ rows
