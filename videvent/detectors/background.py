@@ -18,6 +18,7 @@ tiny. The overall brightness is scored apart, since normalising frames to unit l
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 
 import cv2
@@ -38,11 +39,14 @@ ENERGY_FLOOR = 0.01
 # the event frames that remain among the inliers (cars in every frame) widen it too. A floor
 # of 15% keeps perfectly still blocks from turning noise into events.
 MAD_TO_SIGMA = 1.4826
-UPPER_QUANTILE, UPPER_QUANTILE_Z = 0.75, 0.6745
+UPPER_QUANTILE = 0.75
+# Coarse pictures (block means of the unit-length frame) differ by sensor noise alone by less
+# than this: 0.5% of the mean pixel.
+CELL_SPREAD_FLOOR = 0.005
+# A window frame with two neighbouring blocks this far (z) from the window's per-block median
+# is outvoted in those blocks, and kept out of the subspace.
+VOTE_Z = 3.0
 LOG_SPREAD_FLOOR = 0.15
-# Share of the window, most inlier-like first, whose residuals give the block statistics: more
-# than span the subspace, so the statistics see the background's own motion out of sample.
-STATISTICS_FRACTION = 0.5
 # Frames learned before z-scores mean anything.
 MIN_HISTORY = 5
 # Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
@@ -78,7 +82,7 @@ class SubspaceBackground:
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
-                 refit_every: int = 1, blocks: int = 16):
+                 refit_every: int = 1, blocks: int = 16, region_vote: bool = True):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
@@ -99,16 +103,22 @@ class SubspaceBackground:
         self.grid = (max(1, min(width, round(width * scale))),
                      max(1, min(height, round(height * scale))))
         self.n_blocks = self.grid[0] * self.grid[1]
+        # Block of every pixel (rows x columns of the frame), as the grid cuts it.
+        self.pixel_block_ = cv2.resize(
+            np.arange(self.n_blocks, dtype=np.float32).reshape(self.grid[1], self.grid[0]),
+            (width, height), interpolation=cv2.INTER_NEAREST).astype(np.int32)
         self.method = method
         self.rank = int(rank)
         self.window = int(window)
         self.projection_dim = int(projection_dim)
         self.inlier_fraction = float(inlier_fraction)
         self.refit_every = max(1, int(refit_every))
+        self.region_vote = bool(region_vote)
 
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
         self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
+        self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
         self.gram_ = np.zeros((self.window, self.window))
         self.n_filled_ = 0
         self.next_slot_ = 0
@@ -129,8 +139,18 @@ class SubspaceBackground:
         return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
 
     # -- river-style API ---------------------------------------------------------------------
-    def score_one(self, x: np.ndarray) -> Assessment:
-        outside = x - self.basis_ @ (self.basis_.T @ x)
+    def score_one(self, x: np.ndarray, ignore: np.ndarray | None = None) -> Assessment:
+        """Compare ``x`` with the model; ``ignore`` (a mask of blocks) leaves those blocks out
+        of the fit of ``x`` to the subspace, so that an object there does not spread into the
+        residual of the rest of the frame (a robust projection)."""
+        coefficients = self.basis_.T @ x
+        if ignore is not None and ignore.any() and not ignore.all():
+            kept = ~ignore[self.pixel_block_.ravel()]
+            basis = self.basis_[kept]
+            gram = basis.T @ basis
+            if np.linalg.cond(gram) < 1e6:
+                coefficients = np.linalg.solve(gram, basis.T @ x[kept])
+        outside = x - self.basis_ @ coefficients
         norm = float(np.linalg.norm(x))
         if norm == 0.0:
             return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
@@ -142,6 +162,7 @@ class SubspaceBackground:
         """``x`` joins the window, in the oldest slot that is not pinned."""
         slot = self.next_slot_
         self.frames_[slot] = x
+        self.cells_[slot] = self.coarse_picture(x)
         n = max(self.n_filled_, slot + 1)
         inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
         self.gram_[slot, :n] = inner
@@ -165,11 +186,20 @@ class SubspaceBackground:
         frames = np.asarray(frames, np.float32)[-self.window:]
         m = len(frames)
         self.frames_[:m] = frames
+        self.cells_[:m] = [self.coarse_picture(x) for x in frames]
         self.gram_[:m, :m] = frames.astype(np.float64) @ frames.T.astype(np.float64)
         self.n_filled_ = m
         self.n_pinned_ = min(int(pinned), m, self.window - 1)
         self.next_slot_ = m if m < self.window else self.n_pinned_
         self.refit()
+
+    def coarse_picture(self, x: np.ndarray) -> np.ndarray:
+        """Block means of the unit-length frame, in the mean pixel's units."""
+        picture = x.reshape(self.frame_shape).astype(np.float32)
+        if picture.ndim == 3:
+            picture = picture.mean(axis=2)
+        means = cv2.resize(picture, self.grid, interpolation=cv2.INTER_AREA).ravel()
+        return means / max(float(means.mean()), 1e-6)
 
     # -- scores ------------------------------------------------------------------------------
     def block_energies(self, outside: np.ndarray) -> np.ndarray:
@@ -191,17 +221,20 @@ class SubspaceBackground:
     def _statistics(self):
         """Per-block median and spread of the background frames' log residual energy."""
         if self._stats is None:
-            history = self.block_history_
-            median = np.median(history, axis=0)
-            spread = MAD_TO_SIGMA * np.median(np.abs(history - median), axis=0)
-            upper = (np.quantile(history, UPPER_QUANTILE, axis=0) - median) / UPPER_QUANTILE_Z
-            scale = np.maximum(np.maximum(spread, upper), LOG_SPREAD_FLOOR)
-            self._stats = (median, scale)
+            self._stats = robust_statistics(self.block_history_, UPPER_QUANTILE)
         return self._stats
 
     # -- the subspace ------------------------------------------------------------------------
     def refit(self) -> None:
-        """Recompute the background subspace from the window's Gram matrix."""
+        """Recompute the background subspace and its statistics from the window.
+
+        Two steps. The inlier scores (SNCP) of the whole window give a first subspace. Then
+        every frame of the window is scored against it, block by block, with statistics
+        (median and MAD per block) over the whole window: a frame with a block that the window's
+        majority in that block disagrees with is set aside, and the inlier scores of the frames
+        left give the subspace. Event frames that cluster (a person who stood still for a while)
+        look like inliers to SNCP; they are a minority in their own blocks all the same.
+        """
         self.added_since_refit_ = 0
         n = self.n_filled_
         if n == 0:
@@ -216,34 +249,49 @@ class SubspaceBackground:
         # Coordinates of the window's frames in its top-k left singular basis (k x n).
         projected = np.sqrt(top_values)[:, None] * top_vectors.T
         normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
-        self.inliers_ = self._inlier_columns(normalised)
-        chosen = normalised[:, self.inliers_]
-        # Top left singular vectors of the chosen columns, from their k x k Gram matrix.
-        _, left = np.linalg.eigh(chosen @ chosen.T)
-        basis_in_projection = left[:, ::-1][:, :min(self.rank, k, chosen.shape[1])]
-        # Back to pixels without forming the k pixel-sized singular vectors:
-        # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
-        coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
-        # One matrix-vector product per basis vector: BLAS reads the window once for each,
-        # where a single (pixels x n) @ (n x rank) product runs two to three times slower.
-        rows = [column @ self.frames_[:n] for column in coefficients.T.astype(np.float32)]
-        self.basis_ = _orthonormal_rows(np.stack(rows)).T
+        # Frames whose coarse picture a block's majority disagrees with cannot be inliers: a
+        # cluster of event frames (someone standing still) looks like inliers to SNCP.
+        candidates = np.arange(n)
+        vote = self.region_vote and self.method != "pca"
+        if vote:
+            cells = self.cells_[:n]
+            median, scale = robust_statistics(cells, floor=CELL_SPREAD_FLOOR)
+            agree = np.array([neighbour_max(np.abs(c - median).reshape(self.grid[::-1]) / scale
+                                            .reshape(self.grid[::-1])) < VOTE_Z for c in cells])
+            if agree.sum() > self.rank + 1:
+                candidates = np.flatnonzero(agree)
+        self.inliers_ = candidates[self._inlier_columns(normalised[:, candidates])]
+        for _ in range(2):
+            chosen = normalised[:, self.inliers_]
+            # Top left singular vectors of the chosen columns, from their k x k Gram matrix.
+            _, left = np.linalg.eigh(chosen @ chosen.T)
+            basis_in_projection = left[:, ::-1][:, :min(self.rank, k, chosen.shape[1])]
+            # Back to pixels without forming the k pixel-sized singular vectors:
+            # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
+            coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
+            # One matrix-vector product per basis vector: BLAS reads the window once for
+            # each, where one (pixels x n) @ (n x rank) product runs two to three times slower.
+            rows = [column @ self.frames_[:n] for column in coefficients.T.astype(np.float32)]
+            self.basis_ = _orthonormal_rows(np.stack(rows)).T
+            energies = self._window_energies()
+            median, scale = robust_statistics(energies)
+            agree = np.array([neighbour_max(((e - median) / scale).reshape(self.grid[::-1]))
+                              < VOTE_Z for e in energies])
+            if not vote or agree.all() or agree.sum() <= self.rank + 1:
+                break
+            # The frames no block outvotes span the subspace: all of them, so that it covers
+            # the background's whole range (light over the day), not one stretch of it.
+            self.inliers_ = np.flatnonzero(agree)
         self.n_refits_ += 1
-        self._refresh_statistics()
-
-    def _refresh_statistics(self) -> None:
-        """Residual features of the frames that span the subspace: what background looks like.
-
-        Taken from the inliers, not from every frame learned, so that the frames of an event
-        in the window move neither the subspace nor the yardstick it is measured with.
-        """
-        count = max(len(self.inliers_), math.ceil(STATISTICS_FRACTION * self.n_filled_))
-        inliers = self.frames_[np.sort(self.inlier_order_[:count])]
-        outside = inliers - (inliers @ self.basis_) @ self.basis_.T
-        norms = np.maximum(np.linalg.norm(inliers, axis=1), 1e-12)
-        self.block_history_ = np.array([self.block_energies(row / norm)
-                                        for row, norm in zip(outside, norms)])
+        self.block_history_ = energies[agree] if agree.sum() > self.rank + 1 else energies
         self._stats = None
+
+    def _window_energies(self) -> np.ndarray:
+        """Block log energies of every frame of the window against the current subspace."""
+        frames = self.frames_[:self.n_filled_]
+        outside = frames - (frames @ self.basis_) @ self.basis_.T
+        norms = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
+        return np.array([self.block_energies(row / norm) for row, norm in zip(outside, norms)])
 
     def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
         n = normalised.shape[1]
@@ -259,6 +307,28 @@ class SubspaceBackground:
         self.inlier_order_ = np.argsort(-scores, kind="stable")
         n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
         return np.sort(self.inlier_order_[:n_inliers])
+
+
+def robust_statistics(energies: np.ndarray, upper_quantile: float | None = None,
+                      floor: float = None):
+    """Per-column median and spread: the MAD's sigma, or with ``upper_quantile`` the larger of
+    it and the quantile's distance from the median in sigmas (at least ``floor``, by default
+    LOG_SPREAD_FLOOR)."""
+    median = np.median(energies, axis=0)
+    scale = MAD_TO_SIGMA * np.median(np.abs(energies - median), axis=0)
+    if upper_quantile is not None:
+        z = float(NormalDist().inv_cdf(upper_quantile))
+        scale = np.maximum(scale, (np.quantile(energies, upper_quantile, axis=0) - median) / z)
+    return median, np.maximum(scale, LOG_SPREAD_FLOOR if floor is None else floor)
+
+
+def neighbour_max(z: np.ndarray) -> float:
+    """The largest z-score that two neighbouring blocks (side by side or one above the other)
+    both reach: anything worth an event covers two blocks, where noise lights up one."""
+    pairs = [np.minimum(z[:, :-1], z[:, 1:]).max(initial=-np.inf),
+             np.minimum(z[:-1], z[1:]).max(initial=-np.inf)]
+    best = max(pairs)
+    return float(best if np.isfinite(best) else z.max())
 
 
 def _orthonormal_rows(rows: np.ndarray) -> np.ndarray:

@@ -79,6 +79,7 @@ class StaticRegions:
         self.hot = float(hot)
         n_blocks = grid[0] * grid[1]
         self.reference_ = np.zeros(frame_shape, np.float32)  # per block: picture to compare
+        self.offset_ = np.zeros(frame_shape, np.float32)     # residual an absorbed block keeps
         self.still_for_ = np.zeros(n_blocks, int)           # frames unusual and unchanging
         self.absorbed_ = np.zeros(n_blocks, bool)
         self._pixel_block = cv2.resize(
@@ -112,16 +113,19 @@ class StaticRegions:
         self.absorbed_ |= newly
         self.still_for_[newly] = 0
         renew = moving | newly
+        residual = residual_image.reshape(self.frame_shape)
         if renew.any():
             mask = renew[self._pixel_block]
             self.reference_[mask] = picture[mask]
+            absorbing = newly[self._pixel_block]
+            self.offset_[absorbing] = residual[absorbing]
         if not self.absorbed_.any():
             return z, residual_image
-        # Absorbed blocks: the residual is the change from their reference picture.
+        # Absorbed blocks: what the model did not explain when they were absorbed (the object)
+        # is taken off their residual; the model still follows the light there.
         mask = self.absorbed_[self._pixel_block]
-        own = (picture - self.reference_)
-        image = residual_image.reshape(self.frame_shape).copy()
-        image[mask] = own[mask]
+        image = residual.copy()
+        image[mask] -= self.offset_[mask]
         z = z.copy()
         z[self.absorbed_] = score_image(image.ravel())[self.absorbed_]
         return z, image.ravel()

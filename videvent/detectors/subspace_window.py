@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..preprocess import BLANK, CORRUPT, FROZEN, OK
-from .background import METHODS, Assessment, SubspaceBackground
+from .background import METHODS, Assessment, SubspaceBackground, neighbour_max
 from .base import FrameScore
 from .policy import SCENE_CHANGE_SHARE, LearningSchedule, RecentFrames, StaticRegions
 
@@ -112,6 +112,16 @@ class SubspaceWindowDetector:
         warming_up = not model.ready
         rebuilt = False
         z = model.block_z(assessment.block_energies)
+        # Fit the frame to the subspace again without its most unusual blocks: a bright object
+        # pulls the fit and spreads a faint copy of itself over the whole frame, which made
+        # every block look unusual. Twice: the first pass takes out the strongest blocks.
+        ignore = np.zeros(model.n_blocks, bool)
+        for _ in range(2):
+            ignore |= z >= max(self.hot, 0.5 * float(z.max()))
+            if not ignore.any() or ignore.all():
+                break
+            assessment = model.score_one(x, ignore=ignore)
+            z = model.block_z(assessment.block_energies)
         residual_image = assessment.residual_image
         if not warming_up and self.static_after is not None:
             z, residual_image, rebuilt = self._absorb_static(x, z, assessment)
@@ -121,7 +131,7 @@ class SubspaceWindowDetector:
                 residual_image = assessment.residual_image
         brightness_score = self._brightness_step(assessment.brightness)
         self.recent.add(x, assessment.brightness)
-        score = 0.0 if warming_up else max(self._pooled_max(z), brightness_score)
+        score = 0.0 if warming_up else max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
         learned = self.schedule.should_learn()
         if learned:
             model.learn_one(x)
@@ -154,19 +164,6 @@ class SubspaceWindowDetector:
             self.n_rebuilt_ += 1
             return z, residual_image, True
         return z, residual_image, False
-
-    def _pooled_max(self, z: np.ndarray) -> float:
-        """The largest z-score that two neighbouring blocks both reach.
-
-        Small blocks find small objects; one block alone out of a few hundred also finds the
-        noise of the largest of them. Anything worth an event covers two blocks side by side
-        or one above the other.
-        """
-        grid = z.reshape(self.model.grid[::-1])
-        pairs = [np.minimum(grid[:, :-1], grid[:, 1:]).max(initial=-np.inf),
-                 np.minimum(grid[:-1], grid[1:]).max(initial=-np.inf)]
-        best = max(pairs)
-        return float(best if np.isfinite(best) else grid.max())
 
     @property
     def absorbed_blocks(self) -> np.ndarray:
