@@ -1,6 +1,7 @@
 """``videvent watch`` on a file (no stream needed): the command hook, limits, outputs."""
 
 import json
+import os
 
 from conftest import run_cli, sample
 from videvent.output import read_scores
@@ -31,6 +32,8 @@ def test_a_file_watched_gives_what_run_gives(tmp_path):
     assert abs(ran["score"] - watched["score"]).max() < 1e-9
     for name in ("events.json", "report.html", "residuals.png", "thumbnails/event001.jpg"):
         assert (tmp_path / "live" / name).exists(), name
+    source = json.loads((tmp_path / "live" / "events.json").read_text())["source"]["uri"]
+    assert os.path.isabs(source)  # so `videvent export` finds it from anywhere
 
 
 def test_max_frames_and_duration_stop_the_session(tmp_path):

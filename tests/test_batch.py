@@ -201,6 +201,7 @@ def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
     assert result.returncode == 0, result.stderr
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert len({row["video"] for row in index_rows(out) if row["status"] == "ok"}) == 4
+    assert not [p for p in out.rglob("*") if ".partial" in p.name]  # the killed run's staging
     result = run_cli(*command[3:-1])  # and a third run has nothing left to do
     assert result.stderr.count("already done, skipped") == 4, result.stderr
 

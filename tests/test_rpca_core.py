@@ -127,3 +127,36 @@ def test_a_lone_point_outside_the_kept_directions_ranks_last(score):
     lone = np.array([[0.0], [0.0], [1.0]])
     x = score(np.hstack([plane, lone]))
     assert x[-1] < x[:-1].min()
+
+
+def on_sphere(rng, basis, n_points):
+    """Points uniform on the unit sphere of the span of ``basis``."""
+    X = basis @ rng.standard_normal((basis.shape[1], n_points))
+    return X / np.linalg.norm(X, axis=0)
+
+
+@pytest.mark.parametrize("n_inliers", [20, 40])
+def test_estimator_default_is_exact_with_far_more_outliers_than_inliers(n_inliers):
+    """The paper's phase-transition regime, 2000 outliers on the sphere of R^50 around a
+    4-dim subspace: the default (the paper's spanning rule) recovers it to round-off; the
+    most-inlier-like-half option cannot, since half the samples are then mostly outliers."""
+    rng = np.random.default_rng(n_inliers)
+    basis = np.linalg.qr(rng.standard_normal((50, 4)))[0]
+    X = np.hstack([on_sphere(rng, basis, n_inliers), on_sphere(rng, np.eye(50), 2000)]).T
+    default = RobustSubspace(method="sncp", rank=4).fit(X)
+    assert recovery_error(basis, default.components_.T) < 1e-12
+    half = RobustSubspace(method="sncp", rank=4, outlier_fraction=0.5).fit(X)
+    assert recovery_error(basis, half.components_.T) > 0.1
+
+
+def test_estimator_half_option_averages_noise_where_the_default_does_not():
+    """The documented trade-off: few outliers and noisy inliers, the most inlier-like half
+    gives a better basis than the ``rank`` samples of the spanning rule."""
+    rng = np.random.default_rng(11)
+    basis = np.linalg.qr(rng.standard_normal((40, 3)))[0]
+    inliers = on_sphere(rng, basis, 200) + 0.05 * rng.standard_normal((40, 200))
+    X = np.hstack([inliers, on_sphere(rng, np.eye(40), 20)]).T
+    default = RobustSubspace(method="sncp", rank=3).fit(X)
+    half = RobustSubspace(method="sncp", rank=3, outlier_fraction=0.5).fit(X)
+    assert (recovery_error(basis, half.components_.T)
+            < 0.5 * recovery_error(basis, default.components_.T))

@@ -8,7 +8,7 @@ code, not bad luck.
 import numpy as np
 import pytest
 
-from videvent.rpca import (ancp_scores, cop_scores, pca_subspace, recovery_error,
+from videvent.rpca import (ancp_scores, cop_scores, recovery_error, residuals,
                            robust_subspace, sncp_scores)
 
 
@@ -83,25 +83,39 @@ def test_comparing_different_scores_with_outliers_near_the_inlier_span():
     assert separated["sncp"] > separated["cop"]
 
 
-@pytest.mark.parametrize("snr_db", [20, 30])
-def test_noisy_linearly_dependent_outliers(snr_db):
-    """Noisy data with linearly dependent outliers: 100 inliers in a 5-dim subspace and 100
-    outliers in a 10-dim one, in R^200, plus Gaussian noise. The paper builds the subspace from
-    the top-scored columns (50 of them here); SNCP recovers it (error < 0.1) at least as often
-    as PCA, which the outliers' 10 strong directions pull off."""
-    n_trials = 10
-    successes = {"sncp": 0, "pca": 0}
-    for seed in range(n_trials):
-        rng = np.random.default_rng(100 + seed)
-        basis = orthonormal(rng, 200, 5)
-        clean = np.hstack([on_sphere(rng, basis, 100), on_sphere(rng, orthonormal(rng, 200, 10),
-                                                                 100)])
-        noise = rng.standard_normal(clean.shape)
-        noise *= np.linalg.norm(clean) / np.linalg.norm(noise) / 10 ** (snr_db / 20)
-        D = clean + noise
-        estimates = {"sncp": robust_subspace(D, 5, method="sncp", n_inliers=50),
-                     "pca": pca_subspace(D, 5)}
-        for name, U in estimates.items():
-            successes[name] += recovery_error(basis, U) < 0.1
-    assert successes["sncp"] >= successes["pca"]
-    assert successes["sncp"] >= 0.9 * n_trials
+def noisy_model(seed, snr_db):
+    """The paper's noisy experiment: 100 inliers on the sphere of a 5-dim U in R^200 plus
+    Gaussian noise (on the inliers only), 100 noise-free outliers on the sphere of a 10-dim
+    subspace."""
+    rng = np.random.default_rng(seed)
+    basis = orthonormal(rng, 200, 5)
+    inliers = on_sphere(rng, basis, 100)
+    noise = rng.standard_normal(inliers.shape)
+    noise *= np.linalg.norm(inliers) / np.linalg.norm(noise) / 10 ** (snr_db / 20)
+    return np.hstack([inliers + noise, on_sphere(rng, orthonormal(rng, 200, 10), 100)])
+
+
+def residuals_separate(D, U):
+    """The paper's success criterion: every inlier closer to the subspace than every outlier."""
+    distance = residuals(D, U)
+    return bool(distance[:100].max() < distance[100:].min())
+
+
+@pytest.mark.parametrize("method", ["ancp", "sncp"])
+def test_noisy_linearly_dependent_outliers(method):
+    """Noisy data: the subspace spanned by the 50 top-scored columns separates the residuals in
+    every trial at 20 and 30 dB. At 10 dB the paper's s1/20 rule keeps noise directions, the
+    noisy inliers take leverage from them and the method fails; with r_d = r it does not
+    (a difference from the paper, shown in notebooks/noisy_data.ipynb)."""
+    score = {"ancp": ancp_scores, "sncp": sncp_scores}[method]
+
+    def separates(D, r_d=None):
+        U = robust_subspace(D, 5, method=method, n_inliers=50, scores=score(D, r_d=r_d))
+        return residuals_separate(D, U)
+
+    for snr_db in (20, 30):
+        assert all(separates(noisy_model(seed, snr_db)) for seed in range(5)), snr_db
+    at_10_db = [noisy_model(seed, 10) for seed in range(5)]
+    rule = sum(separates(D) for D in at_10_db)
+    rank = sum(separates(D, r_d=5) for D in at_10_db)
+    assert rule == 0 and rank >= 3

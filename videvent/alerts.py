@@ -9,17 +9,43 @@ capture, and a failed POST is not retried (no retry storm against a struggling r
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
+
+
+def check_webhook(url: str) -> str:
+    """Refuse, with one line, a webhook that is not an http(s) URL with a host (``file:`` or
+    ``ftp:`` would read or send elsewhere what a webhook must only POST)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the webhook must be an http:// or https:// URL with a host, "
+                         f"got {url!r}")
+    return url
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the same host and port: alerts never go elsewhere."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
+            raise urllib.error.HTTPError(newurl, code, f"redirect to another host refused "
+                                         f"({newurl})", headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameHostRedirects)
 
 
 class AlertSinks:
@@ -29,7 +55,8 @@ class AlertSinks:
                  webhook: str | None = None):
         self._log = open(log_path, "a", encoding="utf-8")
         self.json_lines = json_lines
-        self.command, self.webhook = command, webhook
+        self.command = command
+        self.webhook = None if webhook is None else check_webhook(webhook)
         self.delivered = self.dropped = self.failed = 0
         self._queue: queue.Queue = queue.Queue(maxsize=PENDING_DELIVERIES)
         self._worker = None
@@ -76,10 +103,12 @@ class AlertSinks:
                                          headers={"Content-Type": "application/json"},
                                          method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as response:
+            with _OPENER.open(request, timeout=WEBHOOK_TIMEOUT_S) as response:
                 response.read(1024)
             self.delivered += 1
-        except OSError:  # refused, timed out, HTTP error: counted, not retried
+        # Refused, timed out, an HTTP error, or an answer that is not HTTP at all: counted,
+        # not retried, and the thread goes on to the next alert.
+        except (OSError, http.client.HTTPException, ValueError):
             self.failed += 1
 
     def close(self, wait_s: float = 3.0) -> None:

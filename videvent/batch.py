@@ -31,6 +31,7 @@ import io
 import json
 import math
 import os
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
+from .output.folder import partial_path, remove_stale
 from .output.report import html_page
 from .pipeline import RESULT_FILES, detect, frame_range, scan
 from .settings import Settings
@@ -53,6 +55,8 @@ INDEX_NAME = "index.csv"
 # Frames before each chunk that it decodes also, to check it against the previous chunk.
 BOUNDARY_CHECK = 4
 REPORT_NAME = "batch_report.html"
+# How long a scheduler has to answer before the batch gives up on it.
+CONNECT_TIMEOUT_S = 10.0
 INDEX_COLUMNS = ("video", "status", "event", "start_time_s", "end_time_s", "start_frame",
                  "end_frame", "peak_score", "result_dir", "error")
 
@@ -353,7 +357,7 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
                 cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                        threads_per_worker=1, processes=True,
                                        dashboard_address=None)
-            client = Client(cluster or scheduler, timeout="10s")
+            client = _connect(Client, cluster or scheduler)
         except (OSError, TimeoutError, ValueError) as error:
             if cluster is not None:
                 cluster.close()
@@ -371,17 +375,51 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
                 if progress is not None:
                     rate = frames_scanned / max(time.perf_counter() - scan_started, 1e-9)
                     progress(outcome, done, len(videos), rate)
-        finally:
+        except BaseException:
             client.close()
             if cluster is not None:
                 cluster.close()
+                # Its workers are gone: remove the staging folders of the videos they were
+                # scanning (a remote scheduler's workers may still be writing theirs).
+                for folder, _, _ in os.walk(out):
+                    remove_stale(folder)
+            raise
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
     summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
                            time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes))
-    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes))
+    # A file name that is not valid UTF-8 keeps its own bytes in the index (a program can
+    # open it from there); the page, for people, shows it with a replacement character.
+    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")
+    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes), "replace")
     return summary
+
+
+def _connect(client_class, address):
+    """A Dask client, or TimeoutError: ``Client``'s own timeout does not cover a peer that
+    accepts the connection but never answers the handshake (anything but a scheduler), so
+    the client is made on a thread that is abandoned if it does not finish in time."""
+    timeout_s = CONNECT_TIMEOUT_S
+    made: list = []
+    maker = threading.Thread(target=lambda: made.append(_try(client_class, address, timeout_s)),
+                             name="videvent-connect", daemon=True)
+    maker.start()
+    maker.join(timeout_s * 1.5)  # the client's own timeout, and time to give its reason
+    if not made:
+        raise TimeoutError(f"no answer within {timeout_s * 1.5:g} s; is it a Dask scheduler?")
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]
+
+
+def _try(client_class, address, timeout_s: float):
+    try:
+        return client_class(address, timeout=f"{timeout_s}s")
+    except BaseException as error:  # handed to the caller, which raises it
+        return error
 
 
 def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
@@ -395,9 +433,9 @@ def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
                          pure=False)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.partial")
-    temporary.write_text(text, encoding="utf-8")
+def _write_atomically(path: Path, text: str, errors: str) -> None:
+    temporary = partial_path(path)
+    temporary.write_text(text, encoding="utf-8", errors=errors)
     os.replace(temporary, path)
 
 
@@ -409,17 +447,24 @@ def index_csv(outcomes: list[VideoOutcome]) -> str:
     writer.writerow(INDEX_COLUMNS)
     for outcome in outcomes:
         video = outcome.video
+        spec, result_dir = _text_cell(video.spec), _text_cell(video.result_dir)
         if outcome.error is not None:
-            writer.writerow((video.spec, "failed", "", "", "", "", "", "", "", outcome.error))
+            writer.writerow((spec, "failed", "", "", "", "", "", "", "",
+                             _text_cell(outcome.error)))
             continue
         if not outcome.events:
-            writer.writerow((video.spec, "ok", "", "", "", "", "", "", video.result_dir, ""))
+            writer.writerow((spec, "ok", "", "", "", "", "", "", result_dir, ""))
         for event in outcome.events:
-            writer.writerow((video.spec, "ok", event["number"], f"{event['start_time_s']:.3f}",
+            writer.writerow((spec, "ok", event["number"], f"{event['start_time_s']:.3f}",
                              f"{event['end_time_s']:.3f}", event["start_frame"],
-                             event["end_frame"], f"{event['peak_score']:.3f}",
-                             video.result_dir, ""))
+                             event["end_frame"], f"{event['peak_score']:.3f}", result_dir, ""))
     return buffer.getvalue()
+
+
+def _text_cell(text: str) -> str:
+    """A file name or message for a spreadsheet: one starting with = + - @ (a formula to
+    Excel or LibreOffice, which would run it) is quoted with a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _timeline(outcome: VideoOutcome) -> str:

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import csv
 import os
+import string
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from .output import read_events, read_scores
+from .output.folder import partial_path, remove_stale
 from .output.annotate import Annotator
 from .output.video import VideoWriter
-from .pipeline import prepare_pass, score_frames
+from .pipeline import RESULT_FILES, fingerprint, prepare_pass, score_frames
 from .settings import Settings
 from .sources import open_source
 
@@ -30,6 +32,51 @@ CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
 
 def _settings_of(document: dict) -> Settings:
     return Settings(**document["settings"])
+
+
+def check_clip_template(template: str) -> None:
+    """Refuse, with one line, a clip name template that could write outside the result
+    folder, over another file of it, or give every clip the same name."""
+    fields = []
+    try:
+        for _, field, spec, _ in string.Formatter().parse(template):
+            if field is not None:
+                fields.append(field)
+                if "{" in (spec or ""):
+                    raise ValueError("nested fields")
+        names = [template.format(video="clip", n=n) for n in (1, 2)]
+    except (KeyError, IndexError, ValueError, AttributeError) as error:
+        raise ValueError(f"bad clip name template {template!r}: {error}") from None
+    unknown = [f for f in fields if f not in ("video", "n")]
+    if unknown:
+        raise ValueError(f"bad clip name template {template!r}: only {{video}} and {{n}} can be "
+                         f"used, not {{{unknown[0]}}}")
+    if "n" not in fields:
+        raise ValueError(f"bad clip name template {template!r}: it must contain {{n}}, or "
+                         f"every event's clip gets the same name")
+    for name in names:
+        if ("/" in name or "\\" in name or name.startswith(".") or not name.endswith(".mp4")
+                or name in (ANNOTATED_NAME, *RESULT_FILES)):
+            raise ValueError(f"bad clip name template {template!r}: it must give a file name "
+                             f"ending in .mp4, without folders, not starting with '.', not a "
+                             f"name of the results (got {name!r})")
+
+
+def check_video_path(path: str | os.PathLike, source_uri: str | None = None) -> Path:
+    """Refuse, with one line, an annotated video path that cannot be written or would
+    overwrite something it must not (the source itself, a folder)."""
+    path = Path(path)
+    if not os.fspath(path).strip() or path.suffix.lower() != ".mp4":
+        raise ValueError(f"the annotated video's name must end in .mp4, got '{path}'")
+    if path.is_dir():
+        raise ValueError(f"'{path}' is a folder, not a file name for the annotated video")
+    if not path.parent.is_dir():
+        raise ValueError(f"cannot write the annotated video '{path}': folder "
+                         f"'{path.parent}' does not exist")
+    if source_uri is not None and path.exists() and os.path.exists(source_uri) \
+            and os.path.samefile(path, source_uri):
+        raise ValueError(f"the annotated video '{path}' would overwrite the source")
+    return path
 
 
 def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | bool = True,
@@ -49,12 +96,16 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     scores = read_scores(folder / "scores.csv")
     settings = _settings_of(document)
     uri = document["source"]["uri"]
+    if document["source"].get("live") and not os.path.isfile(uri):
+        raise ValueError(f"these results are from a live source ('{uri}'), which cannot be "
+                         f"read again; the clip of each event is in '{folder}'")
     if "://" not in uri and not uri.isdigit() and "%" not in uri and not os.path.exists(uri):
         raise ValueError(f"the source of these results is gone: '{uri}' does not exist")
-    try:
-        clip_template.format(video="v", n=1)
-    except (KeyError, IndexError, ValueError) as error:
-        raise ValueError(f"bad clip name template {clip_template!r}: {error}") from None
+    if clips:
+        check_clip_template(clip_template)
+    if video is not True and video:
+        check_video_path(video, uri)
+    remove_stale(folder)
     events = document["events"]
     flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     written: list[Path] = []
@@ -68,15 +119,23 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
             annotator = Annotator(source.width, source.height, scores, events,
                                   settings.threshold, settings.threshold_low)
             # The boxes, for programs: where the change is in each event frame.
-            regions_file = open(folder / f".{REGIONS_NAME}.partial", "w", newline="")
+            regions_file = open(partial_path(folder / REGIONS_NAME), "w", newline="")
             regions = csv.writer(regions_file)
             regions.writerow(("frame", "event", "rank", "x", "y", "width", "height"))
         clip_folder = Path(clips_dir) if clips_dir is not None else folder
         open_clip: tuple[dict, VideoWriter] | None = None
         frames_seen = 0
+        recorded = document["source"].get("fingerprint")
+        first_vectors: list = []
         try:
-            for frame, _, verdict in score_frames(run, explain=annotated is not None):
+            for frame, vector, verdict in score_frames(run, explain=annotated is not None):
                 frames_seen += 1
+                if recorded is not None and len(first_vectors) < len(recorded):
+                    first_vectors.append(vector)
+                    if len(first_vectors) == len(recorded) and not _same_fingerprint(
+                            fingerprint(first_vectors, run.frame_shape), recorded):
+                        raise ValueError("the source has changed since the run: its first "
+                                         "frames are not those the run scanned")
                 picture = frame.colour
                 if picture is None:  # undecodable frame: keep the timeline, show black
                     picture = np.zeros((source.height, source.width, 3), np.uint8)
@@ -113,6 +172,11 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                 regions_file.close()
                 Path(regions_file.name).unlink(missing_ok=True)
     return written
+
+
+def _same_fingerprint(ours: list, recorded: list) -> bool:
+    return all((a is None) == (b is None) and (a is None or np.allclose(a, b, atol=2e-3))
+               for a, b in zip(ours, recorded))
 
 
 def _feed_clip(open_clip, events, index, picture, folder, template, source, written):

@@ -15,7 +15,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -23,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .alerts import AlertSinks
 from .output import ScoresWriter, write_events
+from .output.folder import check_destination, mark, partial_path, remove_stale
 from .output.video import VideoWriter
 from .pipeline import (PeakFrames, ProblemRuns, build_segmenter, prepare_pass,
                        write_thumbnail)
@@ -110,8 +110,14 @@ class LiveMonitor:
         if out_dir is None:
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
             out_dir = f"watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
-        self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = check_destination(out_dir)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale(self.out_dir)
+            mark(self.out_dir)
+        except OSError as error:
+            raise ValueError(f"cannot write results into '{self.out_dir}': "
+                             f"{error.strerror or error}") from None
         (self.out_dir / "thumbnails").mkdir(exist_ok=True)
         self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))
 
@@ -381,7 +387,8 @@ class _SessionState:
         source = self.run.source
         document = {
             "videvent_version": __version__,
-            "source": {"uri": source.uri, "name": source.name, "fps": source.fps,
+            "source": {"uri": os.path.abspath(source.uri) if os.path.exists(source.uri)
+                       else source.uri, "name": source.name, "fps": source.fps,
                        "frame_count": None, "width": source.width, "height": source.height,
                        "working_width": self.run.frame_shape[1],
                        "working_height": self.run.frame_shape[0], "first_frame": self.run.start,
@@ -399,6 +406,6 @@ class _SessionState:
                         "latency_ms_p99": round(self.monitor.summary.latency_ms(0.99), 2)},
         }
         target = self.monitor.out_dir / "events.json"
-        temporary = target.with_name(".events.json.partial")
+        temporary = partial_path(target)
         write_events(temporary, document)
         os.replace(temporary, target)

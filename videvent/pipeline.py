@@ -25,9 +25,10 @@ from threadpoolctl import threadpool_limits
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, ScoresWriter, read_scores, write_events
+from .output.folder import check_destination
 from .preprocess import Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
-from .settings import Settings
+from .settings import SettingError, Settings
 from .sources import Frame, FrameSource, open_source
 from .timecode import format_timecode
 
@@ -275,6 +276,20 @@ class PeakFrames:
         return None if found is None else found[1:]
 
 
+# Frames at the start of a pass whose picture statistics are recorded in events.json, so an
+# export can tell that the source was replaced by another video with as many frames.
+FINGERPRINT_FRAMES = 8
+
+
+def fingerprint(vectors: list[np.ndarray | None], shape: tuple[int, ...]
+                ) -> list[list[float] | None]:
+    """Each working frame shrunk to 4x4 pixels (None for a frame without a picture): close
+    enough to survive another decoder's rounding, far enough to tell two videos apart."""
+    return [None if v is None else np.round(cv2.resize(
+        v.reshape(shape).astype(np.float32), (4, 4), interpolation=cv2.INTER_AREA), 4
+    ).ravel().tolist() for v in vectors]
+
+
 def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level: float) -> None:
     """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
     from .output.annotate import changed_regions, draw_boxes, heat_overlay
@@ -288,8 +303,11 @@ def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level:
                                       (colour.shape[1], colour.shape[0])))
     height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
     small = cv2.resize(shown, (THUMBNAIL_WIDTH, height), interpolation=cv2.INTER_AREA)
-    if not cv2.imwrite(str(path), small, [cv2.IMWRITE_JPEG_QUALITY, 88]):
-        raise OSError(f"cannot write {path}")
+    encoded, jpeg = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 88])
+    if not encoded:
+        raise ValueError(f"cannot encode the thumbnail {path}")
+    # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
+    Path(path).write_bytes(jpeg.tobytes())
 
 
 def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
@@ -302,8 +320,11 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
     decoded again from ``source`` for its thumbnail.
     """
-    run = prepare_pass(source, settings)
-    segmenter = build_segmenter(settings, source.fps)
+    try:
+        run = prepare_pass(source, settings)
+        segmenter = build_segmenter(settings, source.fps)
+    except ValueError as error:  # the settings, in frames of this source, do not work
+        raise SettingError(str(error)) from None
     writer = ScoresWriter(folder.path("scores.csv"))
     thumbnails = folder.path("thumbnails")
     thumbnails.mkdir()
@@ -317,6 +338,7 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
     peaks = PeakFrames()
     absorbed: list[dict] = []
     frames_read = 0
+    first_vectors: list[np.ndarray | None] = []
 
     def write_decided(decisions) -> None:
         for decision in decisions:
@@ -347,6 +369,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
                         if frame_score.status in ("blank", "corrupt", "frozen") else "ok").residual
                 compare_rows.write(f"{frame.index}," + ",".join(
                     f"{residuals[m]:.6g}" for m in compare) + "\n")
+            if len(first_vectors) < FINGERPRINT_FRAMES:
+                first_vectors.append(vector)
             pending.append(frame_score)
             write_decided(segmenter.update(frame.index, frame.time_s, frame_score.score,
                                            absorbed=frame_score.absorbed))
@@ -369,6 +393,7 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         "working_height": height, "first_frame": run.start,
         "absorb_after_frames": run.detector.static_after,
         "seed_frames": run.detector.seeded_,
+        "fingerprint": fingerprint(first_vectors, run.frame_shape),
     }
     return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
                      events=list(segmenter.events), absorbed=absorbed,
@@ -386,22 +411,28 @@ def _picture(source: FrameSource, index: int) -> np.ndarray:
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
            compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
-           on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
+           on_start: Callable[[FrameSource], None] | None = None,
+           before_commit: Callable[[Path], None] | None = None) -> RunResult:
     """Find the events in a video, folder or pattern of images; write the result folder.
 
+    ``before_commit(staging folder)``: more work on the results (the exports) before they
+    are moved into place, so that its failure too leaves the result folder as it was.
     Raises ValueError (SourceError included) with a one-line message on bad input; the result
-    folder is then left as it was.
+    folder is then left as it was. An existing ``out_dir`` that videvent did not make is
+    refused before the source is opened.
     """
     settings = settings or Settings()
     compare = tuple(dict.fromkeys(compare))
+    destination = check_destination(out_dir if out_dir is not None else default_out_dir(spec))
     with open_source(spec, colour=settings.colour, backend=settings.backend,
                      fps=settings.fps) as source:
         if on_start is not None:
             on_start(source)
-        destination = Path(out_dir) if out_dir is not None else default_out_dir(spec)
         with ResultFolder(destination, replaces=RESULT_FILES) as folder:
             result = scan(source, settings, folder, compare=compare, progress=progress)
             write_events(folder.path("events.json"), result.to_dict())
+            if before_commit is not None:
+                before_commit(folder.staging)
             if plot:
                 from .output.report import write_plot, write_report  # matplotlib: when drawing
 

@@ -24,6 +24,11 @@ else:  # pragma: no cover - Python 3.10
 Time = str | int
 
 
+class SettingError(ValueError):
+    """A setting that cannot work with this source (found once it is open, e.g. a range
+    whose end is before its start at its frame rate): bad usage, not bad input."""
+
+
 @dataclass
 class Settings:
     """Settings of a detection run; see ``videvent run --help`` for each one's meaning."""
@@ -107,6 +112,8 @@ class Settings:
 TIME_FIELDS = ("min_event_length", "merge_gap", "time_before_event", "time_post_event",
                "absorb_after", "background_span", "start_time", "end_time", "duration")
 SETTING_NAMES = tuple(f.name for f in fields(Settings))
+WHOLE_NUMBERS = frozenset(f.name for f in fields(Settings)
+                          if f.type in ("int", "int | None"))
 
 
 def load_config(path: str | Path) -> dict:
@@ -124,6 +131,11 @@ def load_config(path: str | Path) -> dict:
     table = document.get("run", document)
     if not isinstance(table, dict):
         raise ValueError(f"config file '{path}': [run] must be a table")
+    if table is not document:
+        loose = [key for key, value in document.items() if not isinstance(value, dict)]
+        if loose:  # they would be ignored: say so rather than run without them
+            raise ValueError(f"config file '{path}': '{loose[0]}' is outside the [run] table; "
+                             f"put every setting under [run], or none")
     values = {}
     for key, value in table.items():
         if isinstance(value, dict):
@@ -131,5 +143,9 @@ def load_config(path: str | Path) -> dict:
         name = key.replace("-", "_")
         if name not in SETTING_NAMES:
             raise ValueError(f"config file '{path}': unknown setting '{key}'")
+        if name in WHOLE_NUMBERS and (isinstance(value, bool) or not isinstance(value, int)):
+            # The command line's conversion would cut 3.7 to 3 without a word.
+            raise ValueError(f"config file '{path}': {key} must be a whole number, "
+                             f"got {value!r}")
         values[name] = value
     return values

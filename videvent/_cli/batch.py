@@ -57,6 +57,11 @@ def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | 
 
     settings = settings_from(options)
     try:
+        import distributed  # noqa: F401 - the optional extra: say how to get it, up front
+    except ImportError:
+        raise BadInput("videvent batch needs Dask distributed: pip install "
+                       "'videvent[batch]'") from None
+    try:
         videos = find_videos(list(paths))
         if not videos:
             raise ValueError(f"no videos found in {', '.join(paths)}")

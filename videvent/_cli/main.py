@@ -6,6 +6,7 @@ Exit codes: 0 success (with or without events), 1 bad input (one-line message), 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -14,10 +15,11 @@ from pathlib import Path
 
 from .. import __version__
 from ..detectors.subspace_window import METHODS
-from ..export import CLIP_TEMPLATE, export
+from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
+from ..output import read_events
 from ..output.report import write_plot, write_report
 from ..pipeline import detect
-from ..settings import Settings, load_config
+from ..settings import SettingError, Settings, load_config
 from ..timecode import format_timecode
 
 TIME_HELP = "frames, seconds ('12.3s') or a timecode ('HH:MM:SS.mmm')"
@@ -204,6 +206,7 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     result folder.
     """
     settings = settings_from(options)
+    check_output_names(out_dir, export_video, clips, clip_template, source)
     progress = Progress(quiet)
 
     def started(src) -> None:
@@ -212,27 +215,61 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
                        + (f", {src.frame_count} frames" if src.frame_count else ""), err=True)
         progress.start("frames", src.frame_count)
 
+    exported: list[tuple[bool, Path | str]] = []  # (in the result folder?, path)
+
+    def export_before_commit(staging: Path) -> None:
+        """The exports go into the staging folder: if they fail, nothing is committed."""
+        progress.finish()
+        progress.start("export", read_events(staging / "events.json")["frames_read"])
+        video = False if export_video is None else export_video or True
+        written = export(staging, video=video, clips=clips, clip_template=clip_template,
+                         progress=progress.update)
+        # Named as they will be once the staging folder is the result folder.
+        exported.extend((True, p.name) if p.parent == staging else (False, p) for p in written)
+        progress.finish()
+
     try:
         result = detect(source, settings, out_dir=out_dir, plot=not no_plot, compare=compare,
-                        progress=progress.update, on_start=started)
-        progress.finish()
-        exported = []
-        if export_video is not None or clips:
-            progress.start("export", result.frames_read)
-            exported = export(result.out_dir, video=(export_video or True)
-                              if export_video is not None else False, clips=clips,
-                              clip_template=clip_template, progress=progress.update)
-            progress.finish()
-            if not no_plot:
-                write_report(result.out_dir)
+                        progress=progress.update, on_start=started,
+                        before_commit=export_before_commit
+                        if export_video is not None or clips else None)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise _bad_input(error) from None
     finally:
         progress.finish()
     if not quiet:
         print_summary(result)
-        for path in exported:
-            click.echo(f"Wrote {os.fspath(path)}")
+        for staged, path in exported:
+            click.echo(f"Wrote {os.fspath(result.out_dir / path if staged else path)}")
+
+
+def check_output_names(out_dir: str | None, export_video: str | None, clips: bool,
+                       clip_template: str, source: str) -> None:
+    """Every name the run will write, checked before any work: a usage error (exit 2)."""
+    if out_dir is not None and not out_dir.strip():
+        raise click.BadParameter("the output folder name is empty",
+                                 param_hint="'-d' / '--output-dir'")
+    try:
+        if clips:
+            check_clip_template(clip_template)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--clip-template'") from None
+    try:
+        if export_video:
+            check_video_path(export_video, source)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--export-video'") from None
+
+
+def _webhook(_ctx, _param, value):
+    from ..alerts import check_webhook
+
+    try:
+        return None if value is None else check_webhook(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 @cli.command()
@@ -245,7 +282,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
                    "on stdout.")
 @click.option("--on-event", "command", default=None, metavar="CMD",
               help="Run CMD for every alert, with its fields as VIDEVENT_* variables.")
-@click.option("--webhook", default=None, metavar="URL", help="POST every alert as JSON.")
+@click.option("--webhook", default=None, metavar="URL", callback=_webhook,
+              help="POST every alert as JSON (http:// or https://).")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
@@ -263,8 +301,6 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
     SIGTERM) stops cleanly: the event under way is closed and every file is complete.
     -dt/--duration (e.g. 10m as 600s, or 00:10:00) and --max-frames stop it on their own.
     """
-    import signal
-
     from ..live import LiveMonitor
 
     settings = settings_from(options)
@@ -368,12 +404,48 @@ def print_summary(result) -> None:
     click.echo(f"Results in {os.fspath(result.out_dir)}")
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM: unwinds like an error (every staging folder and temporary file is
+    removed on the way out) but is no Exception, so no ``except Exception`` swallows it."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+
+
+def _stop(signal_number: int, _frame) -> None:
+    # A second signal must not cut the clean-up short.
+    for other in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(other, signal.SIG_IGN)
+    raise Stopped(signal_number)
+
+
 def main() -> None:
-    """Entry point with the last line of defence: no traceback ever reaches the user."""
+    """Entry point with the last line of defence: no traceback ever reaches the user.
+
+    Every error is one line on stderr. SIGINT and SIGTERM stop ``run``, ``export`` and
+    ``batch`` with exit code 128 + the signal's number (130, 143), after removing what the
+    interrupted work had written; ``watch`` handles them itself (it finishes its files).
+    """
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, _stop)
     try:
-        cli.main(standalone_mode=True)
-    except SystemExit:
-        raise
+        cli.main(standalone_mode=False)
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx is not None else "videvent"
+        click.echo(f"videvent: error: {error.format_message()} (see '{command} --help')",
+                   err=True)
+        sys.exit(error.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.Abort:
+        click.echo("videvent: stopped", err=True)
+        sys.exit(1)
+    except Stopped as stop:
+        name = signal.Signals(stop.signal_number).name
+        click.echo(f"videvent: stopped by {name}; nothing half-written was left", err=True)
+        sys.exit(128 + stop.signal_number)
     except Exception as error:  # noqa: BLE001 - an unexpected failure is still one line
         if os.environ.get("VIDEVENT_DEBUG"):
             raise

@@ -100,7 +100,7 @@ class StripChart:
 
     def __init__(self, width: int, height: int, frames: np.ndarray, scores: np.ndarray,
                  threshold: float, events: list[dict]):
-        self.width, self.height = width, max(24, height)
+        self.width, self.height = width, height
         self.first = int(frames[0]) if len(frames) else 0
         self.last = int(frames[-1]) if len(frames) else 1
         top = max(threshold * 2.0, float(np.max(scores, initial=0.0)) * 1.05, 1.0)
@@ -136,8 +136,11 @@ class Annotator:
                  events: list[dict], threshold: float, box_level: float):
         self.width, self.height = width, height
         self.box_level = box_level
-        self.chart = StripChart(width, max(24, height // 6), scores["frame"], scores["score"],
-                                threshold, events)
+        # A sixth of the frame, at least 24 pixels, but never more than half of a small frame;
+        # none on a frame too small to show one (under 12 pixels high).
+        chart_height = min(max(24, height // 6), height // 2)
+        self.chart = StripChart(width, chart_height, scores["frame"], scores["score"],
+                                threshold, events) if chart_height >= 6 else None
         self._scale = max(0.45, width / 1280)
 
     def draw(self, image: np.ndarray, frame: int, time_s: float, event_number: int | None,
@@ -160,5 +163,6 @@ class Annotator:
         size = cv2.getTextSize(stamp, cv2.FONT_HERSHEY_SIMPLEX, self._scale * 0.7, 1)[0]
         _text(out, stamp, (self.width - size[0] - 12, size[1] + 10), self._scale * 0.7,
               background=(30, 30, 30))
-        self.chart.draw(out, frame)
+        if self.chart is not None:
+            self.chart.draw(out, frame)
         return out, boxes

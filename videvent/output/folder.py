@@ -1,62 +1,191 @@
-"""A result folder that is never left half-written.
+"""A result folder that is never left half-written, and never a folder videvent did not make.
 
-Files are written into a hidden staging folder beside the destination; only when the whole run
-has succeeded is each file moved into place with ``os.replace`` (atomic on one file system).
-A failed or interrupted run removes its staging folder and leaves earlier results untouched.
+Files are written into a hidden staging folder beside the destination. Only when the whole run
+has succeeded does the staging folder become the destination, by renaming: a new destination
+is one rename; an existing one is renamed aside first (and renamed back if the second rename
+fails), so the destination is always all old or all new. What the earlier folder held beyond
+the results a run replaces (event clips, a watch session's alerts) is then moved across.
+
+Every folder videvent makes holds a marker file, ``.videvent-result``; an existing folder
+without it (and without an ``events.json`` of an earlier videvent) is refused, so a user's
+own folder is never written into.
+
+Temporary files and staging folders are named ``.<name>.<pid>[-<random>].partial``: a run
+killed outright (SIGKILL, power loss) leaves them behind, and the next run in the same
+folder removes those whose process is gone (``remove_stale``). A staging folder is removed
+only if it holds the marker, so only what videvent made is ever deleted.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
+
+MARKER = ".videvent-result"
+_MARKER_TEXT = "This folder was made by videvent; a new run into it replaces its results.\n"
+# .<name>.<pid>.partial (a file) or .<name>.<pid>-<random>.partial (a staging folder);
+# .<name>.<pid>-old.partial is an earlier result folder moved aside during a commit.
+_PARTIAL = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?P<tag>-[A-Za-z0-9_]+)?\.partial$")
+
+
+def partial_path(target: str | os.PathLike) -> Path:
+    """Where to write ``target`` until it is complete (then ``os.replace`` it into place)."""
+    target = Path(target)
+    return target.with_name(f".{target.name}.{os.getpid()}.partial")
+
+
+def made_by_videvent(folder: Path) -> bool:
+    """True for a folder videvent made: it holds the marker, or is a result folder of a
+    version before the marker (its events.json says which videvent wrote it)."""
+    if (folder / MARKER).is_file():
+        return True
+    try:
+        return "videvent_version" in json.loads((folder / "events.json").read_text("utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def check_destination(destination: str | os.PathLike) -> Path:
+    """Refuse, with one line, a result folder that would overwrite what is not videvent's.
+
+    Accepted: a path that does not exist yet, an empty folder, or a folder videvent made.
+    """
+    if not os.fspath(destination).strip():
+        raise ValueError("the output folder name is empty")
+    destination = Path(destination)
+    if destination.exists() or destination.is_symlink():
+        if not destination.is_dir() or destination.is_symlink():
+            raise ValueError(f"output folder '{destination}' exists and is not a folder")
+        try:
+            empty = not any(destination.iterdir())
+        except OSError as error:
+            raise ValueError(f"cannot read output folder '{destination}': "
+                             f"{error.strerror or error}") from None
+        if not empty and not made_by_videvent(destination):
+            raise ValueError(f"output folder '{destination}' already holds files that videvent "
+                             f"did not write; give a new or empty folder")
+    return destination
+
+
+def mark(folder: Path) -> None:
+    """Mark ``folder`` as videvent's (with the machine that made it, for ``remove_stale``;
+    which process did is in the staging folder's name)."""
+    (folder / MARKER).write_text(
+        _MARKER_TEXT + json.dumps({"host": socket.gethostname()}) + "\n", encoding="utf-8")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _made_here(folder: Path) -> bool:
+    """The staging folder's marker names this host (a shared file system may be written by
+    processes of other machines, whose process ids mean nothing here)."""
+    try:
+        lines = (folder / MARKER).read_text("utf-8").splitlines()
+        return json.loads(lines[-1]).get("host") == socket.gethostname()
+    except (OSError, ValueError, IndexError, AttributeError):
+        return False
+
+
+def remove_stale(folder: str | os.PathLike) -> None:
+    """Remove the temporary files and staging folders in ``folder`` left by dead videvent
+    processes; put back a result folder that a killed commit had moved aside."""
+    folder = Path(folder)
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = _PARTIAL.match(entry.name)
+        if match is None or int(match["pid"]) == os.getpid() or _alive(int(match["pid"])):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                if not _made_here(entry):
+                    continue
+                original = folder / match["name"]
+                if match["tag"] == "-old" and not original.exists():
+                    os.replace(entry, original)
+                else:
+                    shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        except OSError:
+            continue  # left for a later run: cleaning up must never fail the run
 
 
 class ResultFolder:
     """Stage files for ``destination``; ``commit()`` moves them in, ``discard()`` drops them."""
 
     def __init__(self, destination: str | os.PathLike, replaces: tuple[str, ...] = ()):
-        self.destination = Path(destination)
+        self.destination = check_destination(destination)
         self.replaces = replaces
         parent = self.destination.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.destination.name}.",
-                                                 suffix=".partial", dir=parent))
+            remove_stale(parent)
+            self.staging = Path(tempfile.mkdtemp(
+                prefix=f".{self.destination.name}.{os.getpid()}-", suffix=".partial",
+                dir=parent))
+            mark(self.staging)
         except OSError as error:
+            self.discard()
             raise ValueError(f"cannot write results into '{parent}': "
                              f"{error.strerror or error}") from None
-        if self.destination.exists() and not self.destination.is_dir():
-            self.discard()
-            raise ValueError(f"output folder '{self.destination}' exists and is not a folder")
 
     def path(self, filename: str) -> Path:
         """Where to write ``filename`` while the run is under way."""
         return self.staging / filename
 
     def commit(self, replaces: tuple[str, ...] = ()) -> Path:
-        """Move the staged files in; files named in ``replaces`` that this run did not write
-        are removed, so no result of an earlier run is left beside the new ones."""
-        self.destination.mkdir(parents=True, exist_ok=True)
-        staged = {item.name for item in self.staging.iterdir()}
-        for name in sorted(staged | set(replaces)):
-            target = self.destination / name
-            old = None
-            if target.is_dir():  # os.replace cannot replace a folder: move it aside first
-                old = target.with_name(f".{name}.old-{os.getpid()}")
-                os.replace(target, old)
-            elif name not in staged and target.exists():
-                target.unlink()
-            if name in staged:
-                os.replace(self.staging / name, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        self.staging.rmdir()
-        return self.destination
+        """Make the staged folder the destination. What an earlier folder there held beyond
+        ``replaces`` and the new files is kept; the rest of it is removed, so no result of an
+        earlier run is left beside the new ones. Raises ValueError (one line) on failure,
+        with the destination as it was and the staging folder removed."""
+        target = self.destination
+        try:
+            check_destination(target)  # it may have changed while the run was going on
+            if not target.exists():
+                os.rename(self.staging, target)
+                return target
+            old = target.with_name(f".{target.name}.{os.getpid()}-old.partial")
+            os.rename(target, old)
+            try:
+                os.rename(self.staging, target)
+            except OSError:
+                os.rename(old, target)
+                raise
+        except (OSError, ValueError) as error:
+            self.discard()
+            if isinstance(error, ValueError):
+                raise
+            raise ValueError(f"cannot move the results into '{target}': "
+                             f"{error.strerror or error}; it is as it was") from None
+        try:
+            for item in old.iterdir():
+                if item.name not in replaces and not (target / item.name).exists():
+                    os.replace(item, target / item.name)
+            shutil.rmtree(old)
+        except OSError as error:
+            raise ValueError(f"the results are in '{target}', but some files of the earlier "
+                             f"run there are left in '{old}': {error.strerror or error}") from None
+        return target
 
     def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        if getattr(self, "staging", None) is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
 
     def __enter__(self) -> "ResultFolder":
         return self

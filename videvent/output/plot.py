@@ -1,4 +1,4 @@
-"""``residuals.png``: the paper's Waving Tree figure for a run.
+"""``residuals.png``: a figure like the paper's Waving Tree figure, for a run.
 
 Top: the residual of every frame against the background subspace (what the paper plots).
 Bottom: the score the events come from, with the thresholds. Events are shaded in both;
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+# A bare Figure on an Agg canvas, never pyplot: pyplot would need a backend, and switching
+# matplotlib's backend on import (as this module once did) hid a notebook's own figures after
+# detect(). Headless rendering is a property of these files, not of the process.
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"
@@ -30,11 +31,16 @@ def residual_axis_top(residual: np.ndarray, status: np.ndarray) -> float:
 
 
 def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, threshold: float,
-                    threshold_low: float | None = None, title: str = "") -> plt.Figure:
-    """A matplotlib figure of residual and score per frame with the events shaded."""
+                    threshold_low: float | None = None, title: str = "") -> Figure:
+    """A matplotlib figure of residual and score per frame with the events shaded.
+
+    Not registered with pyplot: it renders on its own Agg canvas, whatever backend the caller
+    (a notebook, say) uses, and is freed when the last reference goes.
+    """
     frames = scores["frame"]
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True,
-                                         gridspec_kw={"height_ratios": [1, 1]})
+    figure = Figure(figsize=(10, 5.5))
+    FigureCanvasAgg(figure)
+    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 1]})
     top.plot(frames, scores["residual"], color="black", linewidth=0.9)
     top.set_ylabel("residual")
     top.set_ylim(0, residual_axis_top(scores["residual"], scores["status"]))
@@ -77,8 +83,4 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
 
 def write_residual_plot(path: str | os.PathLike, scores: dict[str, np.ndarray],
                         events: list[dict], **kwargs) -> None:
-    figure = residual_figure(scores, events, **kwargs)
-    try:
-        figure.savefig(path, dpi=110, format="png")
-    finally:
-        plt.close(figure)
+    residual_figure(scores, events, **kwargs).savefig(path, dpi=110, format="png")

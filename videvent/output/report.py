@@ -18,6 +18,7 @@ import numpy as np
 
 from ..timecode import format_timecode
 from .events_json import read_events
+from .folder import partial_path
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"
@@ -28,12 +29,22 @@ def write_plot(folder: str | os.PathLike) -> None:
     from .plot import write_residual_plot  # matplotlib: imported only when drawing
 
     folder = Path(folder)
-    document = read_events(folder / "events.json")
+    document = _readable(read_events(folder / "events.json"))
     settings = document["settings"]
     write_residual_plot(folder / "residuals.png", read_scores(folder / "scores.csv"),
                         document["events"], threshold=settings["threshold"],
                         threshold_low=settings["threshold_low"],
                         title=_plot_title(document))
+
+
+def _readable(document: dict) -> dict:
+    """The document with the source's name and path fit for a page and a plot: a file name
+    that is not valid UTF-8 comes back from events.json with surrogates, which neither UTF-8
+    nor the plot's fonts can take."""
+    source = document["source"]
+    document["source"] = {**source, **{key: str(source[key]).encode(
+        "utf-8", "surrogateescape").decode("utf-8", "replace") for key in ("name", "uri")}}
+    return document
 
 
 def _plot_title(document: dict) -> str:
@@ -90,7 +101,7 @@ def _row(cells) -> str:
 
 def render_report(folder: str | os.PathLike) -> str:
     folder = Path(folder)
-    document = read_events(folder / "events.json")
+    document = _readable(read_events(folder / "events.json"))
     scores = read_scores(folder / "scores.csv")
     source, settings, events = document["source"], document["settings"], document["events"]
     escape = html.escape
@@ -135,10 +146,12 @@ def render_report(folder: str | os.PathLike) -> str:
             picture = (f"<img class='thumb' alt='event {event['number']} peak' "
                        f"src='{_image_data(thumbnail)}'>" if thumbnail.is_file() else "")
             note = " (lasting change, absorbed)" if event["absorbed"] else ""
-            parts.append(_row([event["number"], event["start_timecode"], event["end_timecode"],
-                               f"{event['duration_s']:.2f} s", f"{event['start_frame']}–"
-                               f"{event['end_frame']}", f"{event['peak_score']:.1f}{note}",
-                               f"{event['peak_frame']}<br>{picture}"]))
+            # events.json may have been edited: every value from it is text, never markup.
+            cell = lambda key: escape(str(event[key]))  # noqa: E731
+            parts.append(_row([cell("number"), cell("start_timecode"), cell("end_timecode"),
+                               f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
+                               f"{cell('end_frame')}", f"{event['peak_score']:.1f}{note}",
+                               f"{cell('peak_frame')}<br>{picture}"]))
         parts.append("</table>")
     else:
         parts.append("<p>No events.</p>")
@@ -159,7 +172,7 @@ def write_report(folder: str | os.PathLike) -> Path:
     """(Re)write ``report.html`` in the result folder, atomically."""
     folder = Path(folder)
     target = folder / REPORT_NAME
-    temporary = folder / f".{REPORT_NAME}.partial"
+    temporary = partial_path(target)
     temporary.write_text(render_report(folder), encoding="utf-8")
     os.replace(temporary, target)
     return target

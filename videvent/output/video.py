@@ -13,6 +13,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from .folder import partial_path
+
 # Quality for people to look at: visually clean at a fraction of the source's bit rate.
 X264_OPTIONS = {"crf": "23", "preset": "veryfast", "movflags": "+faststart"}
 
@@ -31,7 +33,7 @@ class VideoWriter:
         self._pad = (height % 2, width % 2)
         width, height = width + self._pad[1], height + self._pad[0]
         self.path = Path(path)
-        self._temporary = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
+        self._temporary = partial_path(self.path)
         self._container = av.open(str(self._temporary), mode="w", format="mp4")
         self._stream = self._container.add_stream("libx264", rate=frame_rate(fps),
                                                   options=dict(X264_OPTIONS))

@@ -24,9 +24,14 @@ class RobustSubspace:
     projection_dim : if set, first project the samples onto their top ``projection_dim``
         principal directions (the paper uses 50 for video), as the paper does before scoring
     n_inliers, outlier_fraction : how many training samples span the subspace (see
-        :func:`robust_subspace`); by default the most inlier-like half. Both None means "add
-        samples in score order until they span ``rank``", exact on noiseless data but fragile
-        on noisy data, where ``rank`` points give an ill-conditioned basis
+        :func:`robust_subspace`). Both None, the default, is the paper's rule: add samples in
+        score order until they span ``rank`` dimensions. It needs no guess of the outlier
+        share and is exact on noiseless data even with far more outliers than inliers (40
+        inliers among 2000 outliers: error ~1e-15). Its trade-off: on noisy data ``rank``
+        samples give a basis as noisy as they are. ``outlier_fraction=0.5`` (the most
+        inlier-like half) averages the noise out over many samples, but only works when the
+        outliers really are at most that share: with n_o >> n_i it takes outliers into the
+        basis (errors 0.3 to 0.8 with 40 or fewer inliers among 2000 outliers)
     contamination : share of the training samples ``predict`` calls outliers; sets ``offset_``
 
     Attributes
@@ -39,7 +44,7 @@ class RobustSubspace:
     """
 
     def __init__(self, method: str = "sncp", rank: int = 3, *, projection_dim: int | None = None,
-                 n_inliers: int | None = None, outlier_fraction: float | None = 0.5,
+                 n_inliers: int | None = None, outlier_fraction: float | None = None,
                  contamination: float = 0.1):
         self.method = method
         self.rank = rank

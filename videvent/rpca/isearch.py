@@ -15,6 +15,13 @@ change of variables ``b = S U^T c``, the problem becomes ``min ||V b||_1 s.t. v_
 orthonormal columns the ADMM's least-squares step is a plain projection. Replacing the l1
 norm by the l2 norm gives ``||D^T c_i*||_2^2 = 1 / ||v_i||^2``, the ANCP score (Lemma 1 of
 Rahmani & Li).
+
+As in the paper's Remark, the data are first reduced to their ``r_d`` dominant singular
+directions (by default the paper's rule, singular values above s1 / 20), i.e. ``V`` keeps only
+its first ``r_d`` columns. Without this step every noisy point has a small innovative
+component in the noise directions, which an l1 direction of innovation finds: on the paper's
+noisy model iSearch then fails at every SNR, and with it it behaves like ANCP, whose l2
+problem on the same ``V`` it is.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import prepare
-from .scores import numerical_rank
+from .scores import (MIN_EXPLAINED_SHARE, explained_share, numerical_rank,
+                     right_singular_vectors)
 
 SOLVERS = ("lp", "admm")
 
@@ -30,7 +38,8 @@ SOLVERS = ("lp", "admm")
 _GAP_CHECK_EVERY = 10
 
 
-def isearch_scores(D, *, solver: str = "lp", max_iter: int = 1000, tol: float = 1e-3,
+def isearch_scores(D, *, solver: str = "lp", r_d: int | str | None = None,
+                   max_iter: int = 1000, tol: float = 1e-3,
                    block_size: int = 1024) -> np.ndarray:
     """Inverse Innovation Values ``||D^T c_i*||_1`` of the columns of ``D`` (larger = inlier).
 
@@ -42,6 +51,12 @@ def isearch_scores(D, *, solver: str = "lp", max_iter: int = 1000, tol: float = 
         with matrix products and stops on a relative duality gap of ``tol``: its values are
         those of feasible directions, never below the exact ones and (unless ``max_iter``
         runs out first) at most a fraction ``tol`` above.
+    r_d : dominant singular directions kept (the paper's Remark): None for the paper's rule
+        (singular values above s1 / 20), a number for that many, or ``"all"`` for every
+        direction down to round-off (iSearch without the reduction; fails on noisy data).
+        As for ANCP and SNCP, a column with less than half its energy in the kept directions
+        is scored 0 (ranked last): its constraint ``v_i^T b = 1`` is nearly unsatisfiable, so
+        its value would blow up and call it the most inlier-like point.
     max_iter, tol, block_size : ADMM only.
     """
     if solver not in SOLVERS:
@@ -49,22 +64,34 @@ def isearch_scores(D, *, solver: str = "lp", max_iter: int = 1000, tol: float = 
     if max_iter < 1 or block_size < 1 or not tol > 0:
         raise ValueError(f"need max_iter >= 1, block_size >= 1 and tol > 0, got {max_iter}, "
                          f"{block_size} and {tol}")
-    V = _column_space_coordinates(prepare(D))
-    n_points = V.shape[0]
+    Dn = prepare(D)
+    if isinstance(r_d, str):
+        if r_d != "all":
+            raise ValueError(f"r_d must be None, a positive integer or 'all', got {r_d!r}")
+        V = _column_space_coordinates(Dn)
+        scored = np.arange(V.shape[0])
+    else:
+        if r_d is not None and (isinstance(r_d, bool) or not isinstance(r_d, (int, np.integer))
+                                or r_d < 1):
+            raise ValueError(f"r_d must be None, a positive integer or 'all', got {r_d!r}")
+        V, singular_values = right_singular_vectors(Dn, r_d, with_values=True)
+        scored = np.flatnonzero(explained_share(V, singular_values) >= MIN_EXPLAINED_SHARE)
+    scores = np.zeros(V.shape[0])         # unexplained columns keep 0: ranked last
     if solver == "lp":
-        return np.array([_innovation_lp(V, i) for i in range(n_points)])
-    blocks = [np.arange(start, min(start + block_size, n_points))
-              for start in range(0, n_points, block_size)]
-    return np.concatenate([_innovation_admm(V, columns, max_iter=max_iter, tol=tol)
-                           for columns in blocks])
+        scores[scored] = [_innovation_lp(V, i) for i in scored]
+        return scores
+    for start in range(0, scored.size, block_size):
+        columns = scored[start:start + block_size]
+        scores[columns] = _innovation_admm(V, columns, max_iter=max_iter, tol=tol)
+    return scores
 
 
 def _column_space_coordinates(Dn: np.ndarray) -> np.ndarray:
     """``V`` (M2 x rank(D)) of the thin SVD: ``D^T c = V b`` for ``b = S U^T c``.
 
-    A full SVD rather than the Gram eigen-decomposition, and the rank at round-off level
-    rather than ANCP's s1 / 20: every column must lie in the span kept, or its constraint
-    ``v_i^T b = 1`` has no solution.
+    For ``r_d="all"``: a full SVD rather than the Gram eigen-decomposition, and the rank at
+    round-off level, so every column lies in the span kept and its constraint
+    ``v_i^T b = 1`` has a solution.
     """
     _, s, Vt = np.linalg.svd(Dn, full_matrices=False)
     rank = numerical_rank(s, ratio=1.0 / (max(Dn.shape) * np.finfo(float).eps))

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from .base import Frame, FrameSource, SourceError
 from .images import (IMAGE_EXTENSIONS, ImageSequenceSource, expand_glob, expand_printf,
-                     is_printf_pattern, list_folder, sequence_name)
+                     is_printf_pattern, list_folder, missing_numbers, sequence_name)
 from .opencv import OpenCVSource
 from .pyav import PyAVSource
 
@@ -104,7 +104,15 @@ def _open_pattern(text: str, backend: str, options: dict) -> FrameSource:
     if not paths:
         raise SourceError(f"no files match the pattern {text!r}")
     name = sequence_name(text)
-    if backend != "images":
+    # OpenCV stops at the first missing number, silently: with a gap, every match is read
+    # by the images backend instead (forced OpenCV is refused, naming the gap).
+    missing = missing_numbers(text)
+    if missing and backend == "opencv":
+        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise SourceError(f"the pattern {text!r} has no file for number{'s' * (len(missing) > 1)}"
+                          f" {shown}; OpenCV would stop there (use --backend images to read "
+                          f"every file)")
+    if backend != "images" and not missing:
         try:
             return OpenCVSource(text, name=name, fixed_rate=True, **options)
         except SourceError:

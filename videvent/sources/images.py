@@ -1,4 +1,4 @@
-"""Image-sequence backend: a folder, a glob or a printf pattern of images, one cv2.imread each.
+"""Image-sequence backend: a folder, a glob or a printf pattern of images, one imread each.
 
 Files are in natural order (b2.png before b10.png). A file that cannot be read becomes a frame
 with `image=None`; images of another size are resized to the size of the first readable one.
@@ -50,6 +50,19 @@ def is_printf_pattern(text: str) -> bool:
 
 def expand_printf(pattern: str) -> list[str]:
     """The files a printf pattern such as "frames/b%05d.bmp" names, in numeric order."""
+    return [path for _, path in _printf_matches(pattern)]
+
+
+def missing_numbers(pattern: str) -> list[int]:
+    """The numbers between the first and the last file of a printf pattern that have no file
+    (a reader that stops at the first of them would drop every frame after it)."""
+    numbers = [number for number, _ in _printf_matches(pattern)]
+    present = set(numbers)
+    return [n for n in range(numbers[0], numbers[-1]) if n not in present] if numbers else []
+
+
+def _printf_matches(pattern: str) -> list[tuple[int, str]]:
+    """(number, path) of the files a printf pattern names, in numeric order."""
     folder, template = os.path.split(pattern)
     spec = PRINTF_SPEC.search(template)
     prefix, suffix = template[: spec.start()], template[spec.end():]
@@ -64,7 +77,7 @@ def expand_printf(pattern: str) -> list[str]:
         # Formatting the number back rejects names the pattern cannot produce (b7.bmp for %05d).
         if match and prefix + spec.group() % int(match.group(1)) + suffix == name:
             numbered.append((int(match.group(1)), os.path.join(folder, name)))
-    return [path for _, path in sorted(numbered)]
+    return sorted(numbered)
 
 
 class ImageSequenceSource(FrameSource):
@@ -84,7 +97,7 @@ class ImageSequenceSource(FrameSource):
         self._closed = False
         # The first readable image sets the frame size.
         for path in self._paths:
-            image = cv2.imread(path, self._flags)
+            image = _imread(path, self._flags)
             if image is not None:
                 self.height, self.width = image.shape[:2]
                 break
@@ -107,10 +120,21 @@ class ImageSequenceSource(FrameSource):
         return Frame(index, index / self.fps, image, kept)
 
     def _load(self, index: int, flags: int) -> np.ndarray | None:
-        image = cv2.imread(self._paths[index], flags)
+        image = _imread(self._paths[index], flags)
         if image is not None and image.shape[:2] != (self.height, self.width):
             image = cv2.resize(image, (self.width, self.height), interpolation=cv2.INTER_AREA)
         return image
+
+
+def _imread(path: str, flags: int) -> np.ndarray | None:
+    """cv2.imread, but the file read by Python: OpenCV cannot open a path that is not valid
+    UTF-8 (Python keeps its undecodable bytes as surrogates, which OpenCV rejects)."""
+    try:
+        with open(path, "rb") as handle:
+            data = np.frombuffer(handle.read(), np.uint8)
+    except OSError:
+        return None
+    return cv2.imdecode(data, flags) if data.size else None
 
 
 def sequence_name(spec: str) -> str:

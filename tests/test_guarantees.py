@@ -1,0 +1,394 @@
+"""The README's guarantees, driven as a user meets them: nothing of the user's is replaced,
+bad names are refused before any work, nothing half-written is left (not even by a signal or
+a crash), and every error is one line with its documented exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import run_cli, sample
+from videvent.output import ResultFolder
+from videvent.output.video import VideoWriter
+from videvent.sources import open_source
+
+
+def one_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("videvent: error:"), result.stderr
+    return lines[0]
+
+
+def contents(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def leftovers(folder):
+    return [p for p in folder.rglob("*") if ".partial" in p.name]
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory):
+    """The walker clip four times over (1200 frames): long enough to be stopped midway."""
+    path = tmp_path_factory.mktemp("long") / "long.mp4"
+    with open_source(sample("walker")[0], colour=True) as source:
+        frames = [frame.image for frame in source.frames()]
+    writer = VideoWriter(path, frames[0].shape[1], frames[0].shape[0], 15)
+    for _ in range(4):
+        for image in frames:
+            writer.write(image)
+    writer.close()
+    return path
+
+
+def test_a_folder_videvent_did_not_make_is_refused_and_left_alone(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "annotated.mp4").write_bytes(b"my holiday video")
+    (mine / "thumbnails").mkdir()
+    (mine / "thumbnails" / "cat.jpg").write_bytes(b"my cat")
+    before = contents(mine)
+    result = run_cli("run", sample("walker")[0], "-d", mine, "--export-video")
+    assert result.returncode == 1
+    assert "did not write" in one_line(result) and str(mine) in one_line(result)
+    assert contents(mine) == before and not leftovers(tmp_path)
+    # An empty folder is fine, and a rerun replaces what videvent made there.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for _ in range(2):
+        result = run_cli("run", sample("walker")[0], "-d", empty, "-q")
+        assert result.returncode == 0, result.stderr
+    assert (empty / ".videvent-result").is_file() and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("options, message", [
+    (["-d", ""], "output folder name is empty"),
+    (["--export-clips", "--clip-template", "../{n}.mp4"], "without folders"),
+    (["--export-clips", "--clip-template", "/tmp/{video}{n}.mp4"], "without folders"),
+    (["--export-clips", "--clip-template", "{video.__class__}{n}.mp4"], "only {video} and {n}"),
+    (["--export-clips", "--clip-template", "{video[0]}{n}.mp4"], "only {video} and {n}"),
+    (["--export-clips", "--clip-template", "events.json"], "must contain {n}"),
+    (["--export-clips", "--clip-template", "{n}events.json"], "ending in .mp4"),
+    (["--export-clips", "--clip-template", "{n:q}.mp4"], "bad clip name template"),
+    (["--export-video", "SOURCE"], "would overwrite the source"),
+    (["--export-video", "nowhere/annotated.mp4"], "does not exist"),
+    (["--export-video", "annotated.avi"], "must end in .mp4"),
+])
+def test_every_output_name_is_checked_before_the_scan(tmp_path, options, message):
+    source = tmp_path / "clip.mp4"
+    source.write_bytes(sample("walker")[0].read_bytes())
+    options = [str(source) if o == "SOURCE" else o for o in options]
+    started = time.monotonic()
+    result = run_cli("run", source, *options, cwd=tmp_path)
+    assert result.returncode == 2 and message in one_line(result)
+    assert "Scanning" not in result.stderr and time.monotonic() - started < 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
+    assert source.read_bytes() == sample("walker")[0].read_bytes()
+
+
+def test_a_failed_move_into_place_leaves_the_earlier_folder_whole(tmp_path, monkeypatch):
+    destination = tmp_path / "result"
+    with ResultFolder(destination) as folder:
+        folder.path("events.json").write_text("old")
+        folder.path("clip.event001.mp4").write_text("old clip")
+    before = contents(destination)
+    real_rename = os.rename
+
+    def rename(source, target):
+        if os.fspath(source) == os.fspath(folder.staging):
+            raise OSError(28, "No space left on device")
+        return real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", rename)
+    folder = ResultFolder(destination, replaces=("events.json",))
+    folder.path("events.json").write_text("new")
+    with pytest.raises(ValueError, match="No space left on device.*as it was"):
+        folder.commit(("events.json",))
+    assert contents(destination) == before and not leftovers(tmp_path)
+    monkeypatch.setattr(os, "rename", real_rename)
+    # And a move that works: all new, the earlier clip kept beside it.
+    with ResultFolder(destination, replaces=("events.json",)) as folder:
+        folder.path("events.json").write_text("new")
+    assert (destination / "events.json").read_text() == "new"
+    assert (destination / "clip.event001.mp4").read_text() == "old clip"
+    assert not leftovers(tmp_path)
+
+
+def stop_midway(command, started, cwd=None):
+    """Start ``command``, wait until ``started()``, send SIGTERM; its exit code and stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "videvent", *map(str, command)],
+                               cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "finished before it could be stopped"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # what a batch's cluster left, if anything
+        except ProcessLookupError:
+            pass
+    return process.returncode, stderr
+
+
+def test_sigterm_stops_run_and_export_cleanly_and_a_crash_is_cleaned_up(tmp_path, long_clip):
+    out = tmp_path / "result"
+    assert run_cli("run", long_clip, "-d", out, "-q", "--start-time", "1000").returncode == 0
+    before = contents(out)
+    # run: stopped while it scans, the earlier results stay as they were.
+    code, stderr = stop_midway(["run", long_clip, "-d", out, "--export-video"],
+                               lambda: any(p.suffix == ".partial" for p in tmp_path.iterdir()))
+    assert code == 143 and stderr.strip().splitlines()[-1].startswith("videvent: stopped by "
+                                                                       "SIGTERM")
+    assert contents(out) == before and not leftovers(tmp_path)
+    # export: stopped while it encodes, no half-written video.
+    code, _ = stop_midway(["export", out], lambda: bool(leftovers(out)))
+    assert code == 143 and contents(out) == before and not leftovers(tmp_path)
+    # A run killed outright leaves its staging folder: the next run removes it, and only it.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    crashed = tmp_path / f".result.{dead}-x1y2.partial"
+    crashed.mkdir()
+    (crashed / ".videvent-result").write_text((out / ".videvent-result").read_text())
+    (out / f".annotated.mp4.{dead}.partial").write_bytes(b"half a video")
+    not_ours = tmp_path / f".result.{dead}-mine.partial"
+    not_ours.mkdir()
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+    assert run_cli("export", out, "-q", "--no-video").returncode == 0
+    assert leftovers(tmp_path) == [not_ours]
+
+
+def test_sigterm_stops_a_batch_and_leaves_no_staging_folder(tmp_path, long_clip):
+    pytest.importorskip("distributed")
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    (clips / "long.mp4").write_bytes(long_clip.read_bytes())
+    out = tmp_path / "out"
+    code, stderr = stop_midway(["batch", clips, "--out", out, "--workers", "1"],
+                               lambda: out.is_dir() and bool(leftovers(out)))
+    assert code == 143, stderr
+    assert stderr.strip().splitlines()[-1].startswith("videvent: stopped by SIGTERM")
+    assert not leftovers(out)
+
+
+def test_a_numbered_pattern_with_a_gap_is_read_whole_or_the_gap_is_named(tmp_path):
+    import cv2
+    import numpy as np
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    rng = np.random.default_rng(0)
+    for number in range(40):
+        if number != 20:
+            cv2.imwrite(str(frames / f"b{number:05d}.png"),
+                        rng.integers(0, 255, (48, 64), dtype=np.uint8))
+    pattern = frames / "b%05d.png"
+    result = run_cli("run", pattern, "-d", tmp_path / "out", "-q")
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert document["frames_read"] == 39
+    result = run_cli("run", pattern, "-d", tmp_path / "forced", "--backend", "opencv")
+    assert result.returncode == 1 and "no file for number 20" in one_line(result)
+
+
+def test_a_file_name_that_is_not_utf8_runs_exports_plots_and_batches(tmp_path):
+    pytest.importorskip("distributed")
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    name = os.fsdecode(b"caf\xe9 \xff.mp4")  # the bytes of a Latin-1 name, and worse
+    (archive / name).write_bytes(sample("walker")[0].read_bytes())
+    result = run_cli("run", archive / name, "--export-video", "--export-clips", "-q")
+    assert result.returncode == 0, result.stderr  # was a segfault in cv2.imwrite
+    out = archive / os.fsdecode(b"caf\xe9 \xff.videvent")
+    assert (out / "thumbnails" / "event001.jpg").read_bytes()[:2] == b"\xff\xd8"
+    assert (out / "residuals.png").is_file() and "caf\ufffd" in (out / "report.html").read_text()
+    result = run_cli("batch", archive, "--out", tmp_path / "batch", "--workers", "1", "-q")
+    assert result.returncode == 0, result.stderr
+    index = (tmp_path / "batch" / "index.csv").read_bytes()
+    assert b"caf\xe9 \xff.mp4,ok,1," in index  # the file's own bytes, to open it from there
+
+
+@pytest.mark.parametrize("url", ["notaurl", "file:///etc/passwd", "ftp://host/x", "http://"])
+def test_a_webhook_that_is_not_an_http_url_is_refused_up_front(tmp_path, url):
+    result = run_cli("watch", sample("walker")[0], "-d", tmp_path / "live", "--webhook", url)
+    assert result.returncode == 2 and "http:// or https://" in one_line(result)
+    assert not (tmp_path / "live").exists()
+
+
+def test_the_alert_thread_survives_any_receiver_and_never_follows_a_redirect_away(tmp_path):
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from videvent.alerts import AlertSinks
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path == "/away":  # send the alert to another host (127.0.0.2)
+                self.send_response(303)
+                self.send_header("Location", f"http://127.0.0.2:{self.server.server_port}/x")
+                self.end_headers()
+                return
+            received.append((self.headers["Host"], json.loads(body)["n"]))
+            self.send_response(200)
+            self.end_headers()
+
+        def do_GET(self):  # where urllib's redirects of a POST would go
+            received.append((self.headers["Host"], None))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    good = HTTPServer(("0.0.0.0", 0), Receiver)
+    threading.Thread(target=good.serve_forever, daemon=True).start()
+    garbage = socket.socket()  # answers every request with something that is not HTTP
+    garbage.bind(("127.0.0.1", 0))
+    garbage.listen()
+
+    def answer_garbage():
+        while True:
+            connection, _ = garbage.accept()
+            connection.recv(4096)
+            connection.sendall(b"SSH-2.0-OpenSSH_9.2\r\n\x00\xff garbage\r\n")
+            connection.close()
+
+    threading.Thread(target=answer_garbage, daemon=True).start()
+    port = good.server_port
+    for n, url in enumerate([f"http://127.0.0.1:{garbage.getsockname()[1]}/",
+                             f"http://127.0.0.1:{port}/away", f"http://127.0.0.1:{port}/ok"]):
+        sinks = AlertSinks(tmp_path / f"alerts{n}.jsonl", webhook=url)
+        for _ in range(2):
+            sinks.send({"type": "start", "n": n})
+        sinks.close()
+        assert sinks.delivered + sinks.failed == 2 and (sinks.failed == 2) == (n < 2)
+    good.shutdown()
+    assert received == [(f"127.0.0.1:{port}", 2)] * 2  # nothing reached 127.0.0.2
+
+
+def test_a_scheduler_address_that_is_not_dask_times_out_with_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    import socket
+
+    from videvent import batch
+    from videvent.settings import Settings
+
+    silent = socket.socket()  # accepts connections, never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    monkeypatch.setattr(batch, "CONNECT_TIMEOUT_S", 2.0)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="cannot reach the Dask scheduler.*no answer within 3 s"):
+        batch.run_batch(batch.find_videos([str(sample("walker")[0])]), tmp_path / "out",
+                        Settings(), scheduler=f"tcp://127.0.0.1:{silent.getsockname()[1]}")
+    assert time.monotonic() - started < 10
+    silent.close()
+
+
+def test_batch_without_dask_says_how_to_install_it(tmp_path):
+    hidden = tmp_path / "no-dask" / "distributed"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named "
+                                        "'distributed'\", name='distributed')\n")
+    result = subprocess.run([sys.executable, "-m", "videvent", "batch", str(sample("walker")[0])],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(hidden.parent)})
+    assert result.returncode == 1 and "pip install 'videvent[batch]'" in one_line(result)
+
+
+def test_export_refuses_a_replaced_source_and_a_live_one(tmp_path):
+    import numpy as np
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(sample("walker")[0].read_bytes())
+    out = tmp_path / "result"
+    assert run_cli("run", clip, "-d", out, "-q").returncode == 0
+    before = contents(out)
+    # Another video with as many frames, of the same size: the walker mirrored.
+    with open_source(sample("walker")[0], colour=True) as source:
+        frames = [np.ascontiguousarray(frame.image[:, ::-1]) for frame in source.frames()]
+    writer = VideoWriter(clip, frames[0].shape[1], frames[0].shape[0], 15)
+    for image in frames:
+        writer.write(image)
+    writer.close()
+    result = run_cli("export", out)
+    assert result.returncode == 1 and "source has changed" in one_line(result)
+    assert contents(out) == before and not leftovers(tmp_path)
+    # A watch session of a stream: its source cannot be read again.
+    document = json.loads((out / "events.json").read_text())
+    document["source"].update(uri="rtsp://127.0.0.1:9/cam", live=True)
+    (out / "events.json").write_text(json.dumps(document))
+    started = time.monotonic()
+    result = run_cli("export", out)
+    assert result.returncode == 1 and "live source" in one_line(result)
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("height", [16, 5])
+def test_export_video_of_frames_under_24_pixels_high(tmp_path, height):
+    import numpy as np
+
+    clip = tmp_path / "strip.mp4"
+    writer = VideoWriter(clip, 64, height, 15)
+    for index in range(60):
+        image = np.full((height, 64, 3), 90, np.uint8)
+        image[:, index:index + 4] = 250
+        writer.write(image)
+    writer.close()
+    result = run_cli("run", clip, "-d", tmp_path / "out", "--export-video", "-q")
+    assert result.returncode == 0, result.stderr
+    with open_source(tmp_path / "out" / "annotated.mp4") as annotated:
+        assert annotated.frame_count == 60 and annotated.height == height + height % 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rank = 3.7\n", "rank must be a whole number, got 3.7"),
+    ('threshold = 9\n[run]\nmethod = "ancp"\n', "'threshold' is outside the [run] table"),
+])
+def test_a_config_value_is_never_cut_or_dropped(tmp_path, text, message):
+    config = tmp_path / "videvent.toml"
+    config.write_text(text)
+    result = run_cli("run", sample("walker")[0], "-c", config, "-d", tmp_path / "out")
+    assert result.returncode == 2 and message in one_line(result)
+    assert not (tmp_path / "out").exists()
+
+
+def test_names_and_values_from_files_are_never_formulas_or_markup(tmp_path):
+    import csv
+
+    from videvent.batch import Video, VideoOutcome, index_csv
+    from videvent.output.report import write_report
+
+    outcome = VideoOutcome(Video("=HYPERLINK(\"http://x\")-cam.mp4", "=cam"), error="@bad")
+    [row] = list(csv.DictReader(index_csv([outcome]).splitlines()))
+    assert row["video"] == "'=HYPERLINK(\"http://x\")-cam.mp4" and row["error"] == "'@bad"
+    out = tmp_path / "result"
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q", "--no-plot").returncode == 0
+    document = json.loads((out / "events.json").read_text())
+    document["events"][0]["start_timecode"] = "<script>alert(1)</script>"
+    (out / "events.json").write_text(json.dumps(document))
+    page = write_report(out).read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+@pytest.mark.parametrize("options", [["--absorb-after", "0"], ["-t", "nan"],
+                                     ["-st", "10s", "-et", "5s"]])
+def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path, options):
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-q", *options)
+    assert result.returncode == 2, result.stderr
+    one_line(result)
+    assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
