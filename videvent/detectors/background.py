@@ -33,6 +33,9 @@ METHODS = ("sncp", "ancp", "cop", "pca")
 # scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or
 # two): below that, residual is sensor and compression noise.
 ENERGY_FLOOR = 0.01
+# ... and never below this, in grey levels (root-mean-square over a block): residual that small
+# is sensor and compression noise whatever the light.
+NOISE_FLOOR = 1.5
 # The spread of a block's log energy is the larger of the MAD-based sigma and the upper
 # quartile's distance from the median / 0.6745 (equal for normal data). The second reads the
 # upper half alone, where a waving tree's gusts widen the spread; a higher quantile would let
@@ -119,6 +122,11 @@ class SubspaceBackground:
         # matrices (Gram, eigenvectors) stay float64.
         self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
         self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
+        # Block energies of each window frame against the model before it joined: residuals
+        # out of sample, which the statistics need (a frame's residual against a subspace
+        # fitted to it is too small, by the most where the background moves, as a tree does).
+        self.scored_energies_ = np.zeros((self.window, self.n_blocks))
+        self.scored_ = np.zeros(self.window, bool)
         self.gram_ = np.zeros((self.window, self.window))
         self.n_filled_ = 0
         self.next_slot_ = 0
@@ -155,13 +163,17 @@ class SubspaceBackground:
         if norm == 0.0:
             return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
         return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
-                          self.block_energies(outside / norm),
+                          self.block_energies(outside, norm),
                           math.log(max(float(x.mean()), 1e-3)))
 
-    def learn_one(self, x: np.ndarray) -> None:
-        """``x`` joins the window, in the oldest slot that is not pinned."""
+    def learn_one(self, x: np.ndarray, energies: np.ndarray | None = None) -> None:
+        """``x`` joins the window, in the oldest slot that is not pinned. ``energies``: its
+        block energies as scored before it joined (what the statistics are made of)."""
         slot = self.next_slot_
         self.frames_[slot] = x
+        self.scored_[slot] = energies is not None
+        if energies is not None:
+            self.scored_energies_[slot] = energies
         self.cells_[slot] = self.coarse_picture(x)
         n = max(self.n_filled_, slot + 1)
         inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
@@ -191,7 +203,31 @@ class SubspaceBackground:
         self.n_filled_ = m
         self.n_pinned_ = min(int(pinned), m, self.window - 1)
         self.next_slot_ = m if m < self.window else self.n_pinned_
+        self.scored_[:] = False
         self.refit()
+        self._score_out_of_sample(m)
+
+    def _score_out_of_sample(self, m: int) -> None:
+        """Energies of the first ``m`` window frames, each half against the subspace of the
+        other half's background frames (which a rebuild has no earlier model to score with)."""
+        background = np.zeros(m, bool)
+        background[self.inliers_[self.inliers_ < m]] = True
+        halves = np.arange(m) % 2 == 0
+        for scored in (halves, ~halves):
+            fit = np.flatnonzero(background & ~scored)
+            if len(fit) <= self.rank:
+                return
+            rows = self.frames_[fit].astype(np.float64)
+            values, vectors = np.linalg.eigh(rows @ rows.T)
+            top = vectors[:, ::-1][:, :self.rank] / np.sqrt(np.maximum(values[::-1][:self.rank],
+                                                                          1e-30))
+            basis = _orthonormal_rows((top.T @ rows).astype(np.float32)).T
+            for slot in np.flatnonzero(scored):
+                x = self.frames_[slot]
+                outside = x - basis @ (basis.T @ x)
+                self.scored_energies_[slot] = self.block_energies(outside, np.linalg.norm(x))
+                self.scored_[slot] = True
+        self._refresh_statistics()
 
     def coarse_picture(self, x: np.ndarray) -> np.ndarray:
         """Block means of the unit-length frame, in the mean pixel's units."""
@@ -202,13 +238,17 @@ class SubspaceBackground:
         return means / max(float(means.mean()), 1e-6)
 
     # -- scores ------------------------------------------------------------------------------
-    def block_energies(self, outside: np.ndarray) -> np.ndarray:
-        """Log of the root-mean-square of each block of ``outside`` (a unit-length residual)."""
+    def block_energies(self, outside: np.ndarray, norm: float) -> np.ndarray:
+        """Log of the root-mean-square of each block of ``outside / norm``: the residual of a
+        frame of length ``norm``, as a share of the unit-length frame."""
+        norm = max(float(norm), 1e-12)
         squared = (outside * outside).reshape(self.frame_shape)
         if squared.ndim == 3:
             squared = squared.sum(axis=2)
-        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA)
-        floor = (ENERGY_FLOOR * self._unit_pixel) ** 2
+        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA) / (norm * norm)
+        # The floor is in grey levels as well as relative: sensor noise does not dim with the
+        # light, so a relative floor alone would score a dimmer frame's noise as a change.
+        floor = max(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norm) ** 2
         return 0.5 * np.log(np.maximum(means, floor)).ravel()
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
@@ -283,7 +323,15 @@ class SubspaceBackground:
             # the background's whole range (light over the day), not one stretch of it.
             self.inliers_ = np.flatnonzero(agree)
         self.n_refits_ += 1
-        self.block_history_ = energies[agree] if agree.sum() > self.rank + 1 else energies
+        self.background_ = agree if agree.sum() > self.rank + 1 else np.ones(n, bool)
+        self._in_sample_energies = energies
+        self._refresh_statistics()
+
+    def _refresh_statistics(self) -> None:
+        """Statistics of the background frames: out of sample where they were scored."""
+        energies = np.where(self.scored_[:self.n_filled_, None],
+                            self.scored_energies_[:self.n_filled_], self._in_sample_energies)
+        self.block_history_ = energies[self.background_]
         self._stats = None
 
     def _window_energies(self) -> np.ndarray:
@@ -291,7 +339,7 @@ class SubspaceBackground:
         frames = self.frames_[:self.n_filled_]
         outside = frames - (frames @ self.basis_) @ self.basis_.T
         norms = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
-        return np.array([self.block_energies(row / norm) for row, norm in zip(outside, norms)])
+        return np.array([self.block_energies(row, norm) for row, norm in zip(outside, norms)])
 
     def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
         n = normalised.shape[1]

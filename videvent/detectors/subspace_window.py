@@ -28,6 +28,10 @@ __all__ = ["METHODS", "SubspaceWindowDetector", "WARMUP"]
 # until it is the recent frames' median (half of ``static_after``).
 BRIGHTNESS_SCALE = 0.1
 MIN_RECENT = 5
+# Share of the blocks still unusual ``static_after`` after a light switched for the model to be
+# rebuilt from the frames since (fewer: the new light changed only a corner, which the static
+# regions take care of).
+LIGHT_CHANGE_SHARE = 0.25
 
 
 class SubspaceWindowDetector:
@@ -74,6 +78,7 @@ class SubspaceWindowDetector:
         self.recent = RecentFrames(min(window, max(static_after or 0, MIN_RECENT)))
         self.seeded_ = 0                                  # frames the model was seeded with
         self.n_rebuilt_ = 0
+        self._since_light_switch: int | None = None
         self._previous_verdict = (0.0, 0.0)
 
     # -- for the pipeline --------------------------------------------------------------------
@@ -123,13 +128,13 @@ class SubspaceWindowDetector:
             assessment = model.score_one(x, ignore=ignore)
             z = model.block_z(assessment.block_energies)
         residual_image = assessment.residual_image
+        brightness_score = self._brightness_step(assessment.brightness)
         if not warming_up and self.static_after is not None:
-            z, residual_image, rebuilt = self._absorb_static(x, z, assessment)
+            z, residual_image, rebuilt = self._absorb_static(x, z, assessment, brightness_score)
             if rebuilt:
                 assessment = model.score_one(x)
                 z = model.block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
-        brightness_score = self._brightness_step(assessment.brightness)
         self.recent.add(x, assessment.brightness)
         score = 0.0 if warming_up else max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
         learned = self.schedule.should_learn()
@@ -150,13 +155,25 @@ class SubspaceWindowDetector:
             return 0.0
         return abs(brightness - float(np.median(recent))) / BRIGHTNESS_SCALE
 
-    def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment):
+    def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
+                       brightness_score: float):
         model = self.model
         norm = max(float(np.linalg.norm(x)), 1e-12)
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
-            lambda image: model.block_z(model.block_energies(image / norm)))
-        if self.regions.absorbed_share >= SCENE_CHANGE_SHARE:
+            lambda image: model.block_z(model.block_energies(image, norm)))
+        # A light switched: once ``static_after`` has passed since the brightness stepped, a
+        # frame still unusual in many places is the new scene, moving parts and all.
+        if self._since_light_switch is not None:
+            self._since_light_switch += 1
+        elif brightness_score >= self.hot:
+            self._since_light_switch = 0
+        light_switched = (self._since_light_switch is not None
+                          and self._since_light_switch >= self.static_after)
+        if light_switched:
+            self._since_light_switch = None
+        if (self.regions.absorbed_share >= SCENE_CHANGE_SHARE or
+                (light_switched and float((z >= self.hot).mean()) >= LIGHT_CHANGE_SHARE)):
             # The whole scene changed and stayed so: rebuild from the recent frames.
             model.reset(np.stack(self.recent.frames))
             self.regions.clear()
