@@ -16,6 +16,12 @@ import numpy as np
 # no picture: black, white or a single flat colour (lost signal, lens cap, encoder filler).
 BLANK_STD = 1.0
 
+# A frame none of whose pixels differs from the previous frame's by more than this (grey
+# levels, at the working size) repeats it: a stalled decoder or camera. A repeat that a lossy
+# encoder coded again comes out within a level of the first; a still scene's sensor noise
+# moves some of its thousands of pixels by more.
+FROZEN_MAX_DIFFERENCE = 1.0
+
 # Frame health, as reported per frame in scores.csv.
 OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
 
@@ -60,8 +66,8 @@ def frame_health(vector: np.ndarray | None, previous: np.ndarray | None) -> str:
     """'corrupt' (not decoded), 'blank' (no picture), 'frozen' (the source repeats the last
     frame exactly: a stalled decoder or camera) or 'ok'.
 
-    Frozen means bit for bit: a still scene through a lossy encoder comes out a little
-    different every frame, and is a scene to score, not a stalled source.
+    Frozen means no pixel moved by more than FROZEN_MAX_DIFFERENCE: a still scene's sensor
+    noise moves some pixel by more every frame, and is a scene to score, not a stalled source.
     """
     if vector is None:
         return CORRUPT
@@ -69,6 +75,6 @@ def frame_health(vector: np.ndarray | None, previous: np.ndarray | None) -> str:
     # matters at hundreds of frames a second.
     if float(cv2.meanStdDev(vector)[1][0, 0]) < BLANK_STD:
         return BLANK
-    if previous is not None and cv2.norm(vector, previous, cv2.NORM_INF) == 0.0:
+    if previous is not None and cv2.norm(vector, previous, cv2.NORM_INF) <= FROZEN_MAX_DIFFERENCE:
         return FROZEN
     return OK

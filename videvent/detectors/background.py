@@ -372,7 +372,8 @@ def robust_statistics(energies: np.ndarray, upper_quantile: float | None = None,
 
 def neighbour_max(z: np.ndarray) -> float:
     """The largest z-score that two neighbouring blocks (side by side or one above the other)
-    both reach: anything worth an event covers two blocks, where noise lights up one."""
+    both reach: anything worth an event covers two blocks, where a swaying branch or a ripple
+    lights up one (by as much as a person does: z of 15 and more, every few seconds)."""
     pairs = [np.minimum(z[:, :-1], z[:, 1:]).max(initial=-np.inf),
              np.minimum(z[:-1], z[1:]).max(initial=-np.inf)]
     best = max(pairs)

@@ -114,7 +114,7 @@ class SubspaceWindowDetector:
             return FrameScore(index, time_s, residual, score, health, False)
         model = self.model
         assessment = model.score_one(x)
-        warming_up = not model.ready
+        warming_up = not model.ready or self.schedule.learned_ < self.warmup
         rebuilt = False
         z = model.block_z(assessment.block_energies)
         # Fit the frame to the subspace again without its most unusual blocks: a bright object
