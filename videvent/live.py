@@ -25,7 +25,7 @@ from .output import ScoresWriter, write_events
 from .output.folder import check_destination, mark, partial_path, remove_stale
 from .output.video import VideoWriter
 from .pipeline import (PeakFrames, ProblemRuns, build_segmenter, prepare_pass,
-                       write_thumbnail)
+                       seed_detector, write_thumbnail)
 from .preprocess import frame_health
 from .segmenter import Event
 from .settings import Settings
@@ -189,6 +189,7 @@ class LiveMonitor:
         settings, source = self.settings, self._source
         fps = source.fps
         run = prepare_pass(source, settings)
+        seed_detector(run)  # a file watched is seeded as run seeds it; a live source is not
         segmenter = build_segmenter(settings, fps)
         pre_roll = settings.frames("time_before_event", fps)
         writer = ScoresWriter(self.out_dir / "scores.csv")

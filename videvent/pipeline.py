@@ -35,8 +35,9 @@ from .timecode import format_timecode
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
-# The model learns every frame of its first second (unseeded), then one frame in every stride.
-WARMUP_SECONDS = 1.0
+# The model learns every frame of its first three seconds (unseeded: a live source), then one
+# frame in every stride; fewer give statistics that the next gust of wind overturns.
+WARMUP_SECONDS = 3.0
 # A seed is read as short runs of consecutive frames: a run costs one seek.
 SEED_GROUP = 4
 THUMBNAIL_WIDTH = 320

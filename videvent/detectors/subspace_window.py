@@ -32,6 +32,8 @@ MIN_RECENT = 5
 # rebuilt from the frames since (fewer: the new light changed only a corner, which the static
 # regions take care of).
 LIGHT_CHANGE_SHARE = 0.25
+# A block whose mean brightness moved by more than this (log: 5%) with the frame's has been lit.
+LIT_BLOCK_CHANGE = 0.05
 
 
 class SubspaceWindowDetector:
@@ -166,7 +168,7 @@ class SubspaceWindowDetector:
         # frame still unusual in many places is the new scene, moving parts and all.
         if self._since_light_switch is not None:
             self._since_light_switch += 1
-        elif brightness_score >= self.hot:
+        elif brightness_score >= self.hot and self._lit_everywhere(x):
             self._since_light_switch = 0
         light_switched = (self._since_light_switch is not None
                           and self._since_light_switch >= self.static_after)
@@ -181,6 +183,16 @@ class SubspaceWindowDetector:
             self.n_rebuilt_ += 1
             return z, residual_image, True
         return z, residual_image, False
+
+    def _lit_everywhere(self, x: np.ndarray) -> bool:
+        """Whether most blocks changed their brightness together against the recent frames: a
+        light, not a person (who changes the blocks they cover)."""
+        means = self.model.coarse_picture
+        before = np.median([means(frame) * float(frame.mean()) for frame in self.recent.frames],
+                           axis=0)
+        ratio = np.log(np.maximum(means(x) * float(x.mean()), 1e-3) / np.maximum(before, 1e-3))
+        step = np.sign(np.median(ratio))
+        return float(np.mean(step * ratio > LIT_BLOCK_CHANGE)) >= SCENE_CHANGE_SHARE
 
     @property
     def absorbed_blocks(self) -> np.ndarray:
