@@ -24,7 +24,7 @@ from .alerts import AlertSinks
 from .output import ScoresWriter, write_events
 from .output.folder import check_destination, mark, partial_path, remove_stale
 from .output.video import VideoWriter
-from .pipeline import PeakFrames, ProblemRuns, prepare, write_thumbnail
+from .pipeline import PeakFrames, ProblemRuns, prepare, seed_detector, write_thumbnail
 from .preprocess import frame_health
 from .segmenter import Event
 from .settings import Settings
@@ -199,6 +199,7 @@ class LiveMonitor:
         settings, source = self.settings, self._source
         fps = source.fps
         run, segmenter = self._prepared
+        seed_detector(run)  # a file watched is seeded as run seeds it; a live source is not
         pre_roll = settings.frames("time_before_event", fps)
         writer = ScoresWriter(self.out_dir / "scores.csv")
         buffer = _DropOldestBuffer(BUFFER_FRAMES)
@@ -414,7 +415,7 @@ class _SessionState:
                        "frame_count": None, "width": source.width, "height": source.height,
                        "working_width": self.run.frame_shape[1],
                        "working_height": self.run.frame_shape[0], "first_frame": self.run.start,
-                       "absorb_after_frames": self.run.detector.absorb_after, "live": True},
+                       "absorb_after_frames": self.run.detector.static_after, "live": True},
             "settings": self.monitor.settings.to_dict(),
             "frames_read": self.frames_read,
             "events": [event.to_dict() for event in self.segmenter.events],

@@ -35,6 +35,11 @@ from .timecode import format_timecode
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
+# The model learns every frame of its first three seconds (unseeded: a live source), then one
+# frame in every stride; fewer give statistics that the next gust of wind overturns.
+WARMUP_SECONDS = 3.0
+# A seed is read as short runs of consecutive frames: a run costs one seek.
+SEED_GROUP = 4
 THUMBNAIL_WIDTH = 320
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.
@@ -91,12 +96,30 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
 def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
                    method: str | None = None) -> SubspaceWindowDetector:
     """The window scorer of a run, with its times turned into frames."""
+    span = max(settings.window, settings.frames("background_span", fps))
     return SubspaceWindowDetector(
         frame_shape, method=method or settings.method, rank=settings.rank,
         window=settings.window, projection_dim=settings.projection_dim,
-        inlier_fraction=settings.inlier_fraction, admit_threshold=settings.admit,
-        absorb_after=settings.frames("absorb_after", fps), refit_every=settings.refit_every,
-        blocks=settings.blocks)
+        inlier_fraction=settings.inlier_fraction, stride=round(span / settings.window),
+        warmup=max(1, round(fps * WARMUP_SECONDS)),
+        static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
+        refit_every=settings.refit_every, blocks=settings.blocks)
+
+
+def seed_detector(run: "Pass") -> int:
+    """Seed the pass's detector from frames spread over the whole source (files only).
+
+    The paper's batch setting: the inlier scores pick the background among frames from the
+    whole video, so an event in view from the first frame is scored as one. Frames before the
+    pass's range count too: they are the same scene.
+    """
+    if not run.settings.seed or run.source.is_live:
+        return 0
+    window = run.detector.model.window
+    vectors = [run.preprocess(frame.image)
+               for frame in run.source.sample(window // SEED_GROUP, SEED_GROUP)
+               if frame.image is not None]
+    return run.detector.seed(vectors)
 
 
 def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
@@ -181,6 +204,7 @@ def score_frames(run: Pass, *, explain: bool | float = False,
     elsewhere (``videvent batch`` decodes the chunks of a long video in parallel); they are
     scored instead of decoding ``run.source`` on a reader thread.
     """
+    seed_detector(run)
     frames = _read_on_a_thread(run) if decoded is None else iter(decoded)
     # The detector's matrices are small (window x window): one BLAS thread is faster than two
     # fighting over them, leaves the other core to the decoder, and gives the same numbers
@@ -403,7 +427,8 @@ def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
         "name": source.name, "fps": source.fps, "frame_count": source.frame_count,
         "width": source.width, "height": source.height, "working_width": width,
         "working_height": height, "first_frame": run.start,
-        "absorb_after_frames": run.detector.absorb_after,
+        "absorb_after_frames": run.detector.static_after,
+        "seed_frames": run.detector.seeded_,
         "fingerprint": fingerprint(first_vectors, run.frame_shape),
     }
     expected = None

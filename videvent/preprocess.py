@@ -16,11 +16,11 @@ import numpy as np
 # no picture: black, white or a single flat colour (lost signal, lens cap, encoder filler).
 BLANK_STD = 1.0
 
-# A frame whose pixels differ from the previous frame's by less than this on average (grey
-# levels, at the working size) repeats it: a frozen camera or a DVR filling gaps. Not zero,
-# because a lossy encoder rarely repeats a frame bit for bit; far below the 1-2 levels that
-# sensor noise alone moves a live picture by.
-FROZEN_MEAN_DIFFERENCE = 0.05
+# A frame none of whose pixels differs from the previous frame's by more than this (grey
+# levels, at the working size) repeats it: a stalled decoder or camera. A repeat that a lossy
+# encoder coded again comes out within a level of the first; a still scene's sensor noise
+# moves some of its thousands of pixels by more.
+FROZEN_MAX_DIFFERENCE = 1.0
 
 # Frame health, as reported per frame in scores.csv.
 OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
@@ -63,14 +63,18 @@ class Preprocessor:
 
 
 def frame_health(vector: np.ndarray | None, previous: np.ndarray | None) -> str:
-    """'corrupt' (not decoded), 'blank' (no picture), 'frozen' (repeat of the last frame) or 'ok'."""
+    """'corrupt' (not decoded), 'blank' (no picture), 'frozen' (the source repeats the last
+    frame exactly: a stalled decoder or camera) or 'ok'.
+
+    Frozen means no pixel moved by more than FROZEN_MAX_DIFFERENCE: a still scene's sensor
+    noise moves some pixel by more every frame, and is a scene to score, not a stalled source.
+    """
     if vector is None:
         return CORRUPT
     # OpenCV's reductions: a tenth of the cost of numpy's on a working-size frame, which
     # matters at hundreds of frames a second.
     if float(cv2.meanStdDev(vector)[1][0, 0]) < BLANK_STD:
         return BLANK
-    if (previous is not None and
-            cv2.norm(vector, previous, cv2.NORM_L1) < FROZEN_MEAN_DIFFERENCE * vector.size):
+    if previous is not None and cv2.norm(vector, previous, cv2.NORM_INF) <= FROZEN_MAX_DIFFERENCE:
         return FROZEN
     return OK

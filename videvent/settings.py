@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .detectors.subspace_window import METHODS
+from .detectors.background import METHODS
 from .sources import BACKENDS
 from .timecode import parse_duration, parse_time
 
@@ -38,16 +38,17 @@ class Settings:
     rank: int = 3
     window: int = 100
     projection_dim: int = 50
-    inlier_fraction: float = 0.5
-    blocks: int = 6
+    inlier_fraction: float = 0.3
+    blocks: int = 16
     threshold: float = 7.0
     threshold_low: float = 4.5
-    admit_threshold: float | None = None      # None: the same as threshold_low
     min_event_length: Time = "0.1s"
     merge_gap: Time = "0.5s"
     time_before_event: Time = "1s"
     time_post_event: Time = "1s"
-    absorb_after: Time | None = "10s"        # None: never absorb a lasting change
+    absorb_after: Time | None = "5s"         # None: never absorb a lasting change
+    background_span: Time = "60s"            # time the model's window spans
+    seed: bool = True                         # seed the model from frames spread over a file
     working_size: int = 160
     downscale_factor: int | None = None
     colour: bool = False
@@ -56,7 +57,7 @@ class Settings:
     duration: Time | None = None
     fps: float | None = None                  # frame rate of image sequences
     backend: str = "auto"
-    refit_every: int = 5
+    refit_every: int = 1
 
     def __post_init__(self) -> None:
         self.validate()
@@ -77,7 +78,7 @@ class Settings:
                              f"({self.rank})")
         if not 0.0 < self.inlier_fraction <= 1.0:
             raise ValueError(f"inlier-fraction must be in (0, 1], got {self.inlier_fraction}")
-        for name in ("threshold", "threshold_low", "admit_threshold"):
+        for name in ("threshold", "threshold_low"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{name.replace('_', '-')} must be a finite number, "
@@ -100,10 +101,6 @@ class Settings:
             if value is not None:
                 parse_duration(value, 25.0)
 
-    @property
-    def admit(self) -> float:
-        return self.threshold_low if self.admit_threshold is None else self.admit_threshold
-
     def frames(self, name: str, fps: float) -> int | None:
         """A time setting in frames at ``fps`` (None stays None)."""
         value = getattr(self, name)
@@ -119,7 +116,7 @@ class Settings:
 
 
 TIME_FIELDS = ("min_event_length", "merge_gap", "time_before_event", "time_post_event",
-               "absorb_after", "start_time", "end_time", "duration")
+               "absorb_after", "background_span", "start_time", "end_time", "duration")
 SETTING_NAMES = tuple(f.name for f in fields(Settings))
 WHOLE_NUMBERS = frozenset(f.name for f in fields(Settings)
                           if f.type in ("int", "int | None"))

@@ -58,6 +58,23 @@ class FrameSource(ABC):
         passes from one capture. A live source can only go on from where it is.
         """
 
+    def sample(self, groups: int, group_length: int) -> Iterator[Frame]:
+        """About ``groups`` runs of ``group_length`` consecutive frames, spread evenly over a
+        source of known length (for seeding a model with the whole video's look).
+
+        Backends that seek cheaply only to keyframes start each run at the keyframe before
+        its place. Yields nothing for live sources or sources of unknown length.
+        """
+        if self.is_live or not self.frame_count:
+            return
+        seen = -1
+        for start in spread(self.frame_count, groups):
+            if start <= seen:
+                continue
+            for frame in self.frames(start, min(start + group_length, self.frame_count)):
+                seen = frame.index
+                yield frame
+
     @abstractmethod
     def close(self) -> None:
         """Release the file, device or connection; further `frames()` calls raise ValueError."""
@@ -88,6 +105,13 @@ def check_range(start: int, end: int | None) -> None:
         raise ValueError(f"start must be >= 0, got {start}")
     if end is not None and end < 0:
         raise ValueError(f"end must be >= 0 or None, got {end}")
+
+
+def spread(length: int, count: int) -> list[int]:
+    """Up to ``count`` distinct positions spread evenly over ``range(length)``."""
+    if length <= 0 or count <= 0:
+        return []
+    return sorted({int(round(i)) for i in np.linspace(0, length - 1, min(count, length))})
 
 
 def usable_fps(value: float | None) -> float | None:

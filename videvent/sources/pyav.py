@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
+from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, spread, usable_fps
 
 # Pixel formats whose first plane is the full-resolution 8-bit luma (Y) plane.
 _LUMA_PLANE_FORMATS = frozenset({
@@ -76,6 +76,31 @@ class PyAVSource(FrameSource):
         self._check_pass(start, end)
         return self._frames(start, end)
 
+    def sample(self, groups: int, group_length: int) -> Iterator[Frame]:
+        # Each run starts at the keyframe before its place: seeking anywhere else would decode
+        # from that keyframe on, up to a few hundred frames for each run.
+        self._check_pass(0, None)
+        if not self.frame_count:
+            return
+        container = self._open()
+        try:
+            reformatter = VideoReformatter()
+            seen = -1
+            for start in spread(self.frame_count, groups):
+                positioned = self._seek(container, start) if start > 0 else (
+                    0, _decoded(container, self._video_stream(container)))
+                if positioned is None:
+                    continue
+                index, items = positioned
+                for pts, frame in itertools.islice(items, group_length):
+                    if index > seen and frame is not None:
+                        seen = index
+                        yield Frame(index, self._time(pts, index),
+                                    self._image(frame, reformatter))
+                    index += 1
+        finally:
+            container.close()
+
     def close(self) -> None:
         # Each frames() pass opens and closes its own container, so nothing is held here.
         self._closed = True
@@ -117,7 +142,8 @@ class PyAVSource(FrameSource):
 
     def _video_stream(self, container: av.container.InputContainer) -> av.VideoStream:
         stream = container.streams[self._stream_index]
-        stream.thread_type = "AUTO"  # frame and slice threads
+        if not stream.codec_context.is_open:  # (the type cannot change once decoding began)
+            stream.thread_type = "AUTO"  # frame and slice threads
         return stream
 
     def _seek(self, container: av.container.InputContainer,

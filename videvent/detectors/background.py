@@ -1,0 +1,392 @@
+"""The background model: the robust subspace (SNCP) of a window of frames, and how far a frame
+lies from it, block by block.
+
+The model holds a window of frames and knows nothing about which frames it should hold: that is
+the policy's business (``policy.py``). Whatever the window holds, the background subspace is
+spanned by the frames the robust inlier scores pick (SNCP by default), so frames of an event
+that sit in the window are outvoted, as in the paper's batch setting. The window's Gram matrix
+``X X^T`` is kept up to date one row at a time; its small eigen-decomposition gives the top-k
+projection of the window that the paper scores, so no pixel-sized SVD is ever computed.
+
+A frame is scored block by block: the residual image (the frame minus its reconstruction from
+the subspace) is cut into a grid, and each block's log residual energy is z-scored against that
+block's robust statistics over the frames the model learned. A waving tree leaves a large
+residual where the tree is, every frame; a person on the lawn leaves one where it is usually
+tiny. The overall brightness is scored apart, since normalising frames to unit length hides it.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..rpca.scores import (ancp_from_singular_vectors, coherence_values, demote_unexplained,
+                           right_singular_vectors, sncp_from_singular_vectors)
+
+METHODS = ("sncp", "ancp", "cop", "pca")
+
+# Block energies are scored as logs, so the z-score reads relative changes whatever the
+# scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or
+# two): below that, residual is sensor and compression noise.
+ENERGY_FLOOR = 0.01
+# ... and never below this, in grey levels (root-mean-square over a block): residual that small
+# is sensor and compression noise whatever the light.
+NOISE_FLOOR = 1.5
+# The spread of a block's log energy is the larger of the MAD-based sigma and the upper
+# quartile's distance from the median / 0.6745 (equal for normal data). The second reads the
+# upper half alone, where a waving tree's gusts widen the spread; a higher quantile would let
+# the event frames that remain among the inliers (cars in every frame) widen it too. A floor
+# of 15% keeps perfectly still blocks from turning noise into events.
+MAD_TO_SIGMA = 1.4826
+UPPER_QUANTILE = 0.75
+# Coarse pictures (block means of the unit-length frame) differ by sensor noise alone by less
+# than this: 0.5% of the mean pixel.
+CELL_SPREAD_FLOOR = 0.005
+# A window frame with two neighbouring blocks this far (z) from the window's per-block median
+# is outvoted in those blocks, and kept out of the subspace.
+VOTE_Z = 3.0
+LOG_SPREAD_FLOOR = 0.15
+# Frames learned before z-scores mean anything.
+MIN_HISTORY = 5
+# Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
+EIGENVALUE_RTOL = 1e-12
+# A basis vector whose squared length, nominally 1, comes out below this has collapsed:
+# float32 frames leave round-off of about 1e-7 there.
+COLLAPSED_DIRECTION = 1e-4
+
+
+@dataclass
+class Assessment:
+    """How one frame compares with the background model.
+
+    residual: distance of the unit-length frame from the subspace (0..1, the paper's quantity)
+    residual_image: the frame minus its reconstruction (grey levels, same length as the frame)
+    block_energies: log root-mean-square residual of each block of the unit-length frame
+    brightness: log of the frame's mean pixel
+    """
+
+    residual: float
+    residual_image: np.ndarray
+    block_energies: np.ndarray
+    brightness: float
+
+
+class SubspaceBackground:
+    """A window of frames, its robust background subspace, and per-block residual statistics.
+
+    river-style: ``score_one`` compares a frame with the model, ``learn_one`` puts a frame in
+    the window (the oldest leaves) and its features in the statistics. State is bounded: the
+    window (``window`` frames) and ``window`` feature rows.
+    """
+
+    def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
+                 window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
+                 refit_every: int = 1, blocks: int = 16, region_vote: bool = True):
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        if rank < 1 or window < rank + 1:
+            raise ValueError(f"need rank >= 1 and a window longer than rank, got rank={rank}, "
+                             f"window={window}")
+        if projection_dim < rank:
+            raise ValueError(f"projection dimension {projection_dim} is below rank {rank}")
+        if not 0.0 < inlier_fraction <= 1.0:
+            raise ValueError(f"inlier fraction must be in (0, 1], got {inlier_fraction}")
+        if len(frame_shape) not in (2, 3) or min(frame_shape) < 1:
+            raise ValueError(f"frame shape must be (height, width[, channels]), got {frame_shape}")
+        if blocks < 1:
+            raise ValueError(f"blocks must be at least 1, got {blocks}")
+        self.frame_shape = tuple(int(n) for n in frame_shape)
+        self.n_features = int(np.prod(self.frame_shape))
+        height, width = self.frame_shape[:2]
+        scale = blocks / max(height, width)
+        self.grid = (max(1, min(width, round(width * scale))),
+                     max(1, min(height, round(height * scale))))
+        self.n_blocks = self.grid[0] * self.grid[1]
+        # Block of every pixel (rows x columns of the frame), as the grid cuts it.
+        self.pixel_block_ = cv2.resize(
+            np.arange(self.n_blocks, dtype=np.float32).reshape(self.grid[1], self.grid[0]),
+            (width, height), interpolation=cv2.INTER_NEAREST).astype(np.int32)
+        self.method = method
+        self.rank = int(rank)
+        self.window = int(window)
+        self.projection_dim = int(projection_dim)
+        self.inlier_fraction = float(inlier_fraction)
+        self.refit_every = max(1, int(refit_every))
+        self.region_vote = bool(region_vote)
+
+        # Frames in float32 halve the memory traffic of the per-frame products; the small
+        # matrices (Gram, eigenvectors) stay float64.
+        self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
+        self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
+        # Block energies of each window frame against the model before it joined: residuals
+        # out of sample, which the statistics need (a frame's residual against a subspace
+        # fitted to it is too small, by the most where the background moves, as a tree does).
+        self.scored_energies_ = np.zeros((self.window, self.n_blocks))
+        self.scored_ = np.zeros(self.window, bool)
+        self.gram_ = np.zeros((self.window, self.window))
+        self.n_filled_ = 0
+        self.next_slot_ = 0
+        self.n_pinned_ = 0                                        # slots learn_one keeps
+        self.basis_ = np.zeros((self.n_features, 0), np.float32)  # pixel-space, orthonormal
+        self.inliers_ = np.zeros(0, int)                          # window rows spanning it
+        self.inlier_order_ = np.zeros(0, int)                     # rows, most inlier-like first
+        # Residual statistics of the frames spanning the subspace, refreshed at each refit.
+        self.block_history_ = np.zeros((0, self.n_blocks))
+        self.added_since_refit_ = 0
+        self.n_refits_ = 0
+        self._stats = None                                        # cached medians and scales
+        self._unit_pixel = 1.0 / math.sqrt(self.n_features)
+
+    @property
+    def ready(self) -> bool:
+        """The model has a subspace and enough history for its z-scores to mean anything."""
+        return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
+
+    # -- river-style API ---------------------------------------------------------------------
+    def score_one(self, x: np.ndarray, ignore: np.ndarray | None = None) -> Assessment:
+        """Compare ``x`` with the model; ``ignore`` (a mask of blocks) leaves those blocks out
+        of the fit of ``x`` to the subspace, so that an object there does not spread into the
+        residual of the rest of the frame (a robust projection)."""
+        coefficients = self.basis_.T @ x
+        if ignore is not None and ignore.any() and not ignore.all():
+            kept = ~ignore[self.pixel_block_.ravel()]
+            basis = self.basis_[kept]
+            gram = basis.T @ basis
+            if np.linalg.cond(gram) < 1e6:
+                coefficients = np.linalg.solve(gram, basis.T @ x[kept])
+        outside = x - self.basis_ @ coefficients
+        norm = float(np.linalg.norm(x))
+        if norm == 0.0:
+            return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
+        return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
+                          self.block_energies(outside, norm),
+                          math.log(max(float(x.mean()), 1e-3)))
+
+    def learn_one(self, x: np.ndarray, energies: np.ndarray | None = None) -> None:
+        """``x`` joins the window, in the oldest slot that is not pinned. ``energies``: its
+        block energies as scored before it joined (what the statistics are made of)."""
+        slot = self.next_slot_
+        self.frames_[slot] = x
+        self.scored_[slot] = energies is not None
+        if energies is not None:
+            self.scored_energies_[slot] = energies
+        self.cells_[slot] = self.coarse_picture(x)
+        n = max(self.n_filled_, slot + 1)
+        inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
+        self.gram_[slot, :n] = inner
+        self.gram_[:n, slot] = inner
+        self.n_filled_ = n
+        self.next_slot_ = slot + 1 if slot + 1 < self.window else self.n_pinned_
+        self.added_since_refit_ += 1
+        if self.added_since_refit_ >= self.refit_every or self.basis_.shape[1] == 0:
+            self.refit()
+
+    def reset(self, frames: np.ndarray, *, pinned: int = 0) -> None:
+        """Rebuild the model from ``frames`` alone (one a row): a seed, or a new scene.
+
+        ``pinned``: how many of them stay in the window for good (frames spread over a whole
+        video keep the model anchored to it); the others are replaced first.
+
+        Their statistics are their residuals against the subspace they span; the inlier
+        scores keep the outlying ones out of that subspace, and the statistics are medians,
+        so a minority of event frames among them moves neither.
+        """
+        frames = np.asarray(frames, np.float32)[-self.window:]
+        m = len(frames)
+        self.frames_[:m] = frames
+        self.cells_[:m] = [self.coarse_picture(x) for x in frames]
+        self.gram_[:m, :m] = frames.astype(np.float64) @ frames.T.astype(np.float64)
+        self.n_filled_ = m
+        self.n_pinned_ = min(int(pinned), m, self.window - 1)
+        self.next_slot_ = m if m < self.window else self.n_pinned_
+        self.scored_[:] = False
+        self.refit()
+        self._score_out_of_sample(m)
+
+    def _score_out_of_sample(self, m: int) -> None:
+        """Energies of the first ``m`` window frames, each half against the subspace of the
+        other half's background frames (which a rebuild has no earlier model to score with)."""
+        background = np.zeros(m, bool)
+        background[self.inliers_[self.inliers_ < m]] = True
+        halves = np.arange(m) % 2 == 0
+        for scored in (halves, ~halves):
+            fit = np.flatnonzero(background & ~scored)
+            if len(fit) <= self.rank:
+                return
+            rows = self.frames_[fit].astype(np.float64)
+            values, vectors = np.linalg.eigh(rows @ rows.T)
+            top = vectors[:, ::-1][:, :self.rank] / np.sqrt(np.maximum(values[::-1][:self.rank],
+                                                                          1e-30))
+            basis = _orthonormal_rows((top.T @ rows).astype(np.float32)).T
+            for slot in np.flatnonzero(scored):
+                x = self.frames_[slot]
+                outside = x - basis @ (basis.T @ x)
+                self.scored_energies_[slot] = self.block_energies(outside, np.linalg.norm(x))
+                self.scored_[slot] = True
+        self._refresh_statistics()
+
+    def coarse_picture(self, x: np.ndarray) -> np.ndarray:
+        """Block means of the unit-length frame, in the mean pixel's units."""
+        picture = x.reshape(self.frame_shape).astype(np.float32)
+        if picture.ndim == 3:
+            picture = picture.mean(axis=2)
+        means = cv2.resize(picture, self.grid, interpolation=cv2.INTER_AREA).ravel()
+        return means / max(float(means.mean()), 1e-6)
+
+    # -- scores ------------------------------------------------------------------------------
+    def block_energies(self, outside: np.ndarray, norm: float) -> np.ndarray:
+        """Log of the root-mean-square of each block of ``outside / norm``: the residual of a
+        frame of length ``norm``, as a share of the unit-length frame."""
+        norm = max(float(norm), 1e-12)
+        squared = (outside * outside).reshape(self.frame_shape)
+        if squared.ndim == 3:
+            squared = squared.sum(axis=2)
+        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA) / (norm * norm)
+        # The floor is in grey levels as well as relative: sensor noise does not dim with the
+        # light, so a relative floor alone would score a dimmer frame's noise as a change.
+        floor = max(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norm) ** 2
+        return 0.5 * np.log(np.maximum(means, floor)).ravel()
+
+    def block_z(self, energies: np.ndarray) -> np.ndarray:
+        """z-score of every block's log energy (zeros before the model is ready)."""
+        if not self.ready:
+            return np.zeros(self.n_blocks)
+        median, scale = self._statistics()
+        return (energies - median) / scale
+
+    def _statistics(self):
+        """Per-block median and spread of the background frames' log residual energy."""
+        if self._stats is None:
+            self._stats = robust_statistics(self.block_history_, UPPER_QUANTILE)
+        return self._stats
+
+    # -- the subspace ------------------------------------------------------------------------
+    def refit(self) -> None:
+        """Recompute the background subspace and its statistics from the window.
+
+        Two steps. The inlier scores (SNCP) of the whole window give a first subspace. Then
+        every frame of the window is scored against it, block by block, with statistics
+        (median and MAD per block) over the whole window: a frame with a block that the window's
+        majority in that block disagrees with is set aside, and the inlier scores of the frames
+        left give the subspace. Event frames that cluster (a person who stood still for a while)
+        look like inliers to SNCP; they are a minority in their own blocks all the same.
+        """
+        self.added_since_refit_ = 0
+        n = self.n_filled_
+        if n == 0:
+            return
+        eigenvalues, eigenvectors = np.linalg.eigh(self.gram_[:n, :n])
+        eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
+        if eigenvalues[0] <= 0.0:
+            return
+        k = int(np.count_nonzero(eigenvalues > eigenvalues[0] * EIGENVALUE_RTOL))
+        k = min(k, self.projection_dim)
+        top_values, top_vectors = eigenvalues[:k], eigenvectors[:, :k]
+        # Coordinates of the window's frames in its top-k left singular basis (k x n).
+        projected = np.sqrt(top_values)[:, None] * top_vectors.T
+        normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
+        # Frames whose coarse picture a block's majority disagrees with cannot be inliers: a
+        # cluster of event frames (someone standing still) looks like inliers to SNCP.
+        candidates = np.arange(n)
+        vote = self.region_vote and self.method != "pca"
+        if vote:
+            cells = self.cells_[:n]
+            median, scale = robust_statistics(cells, floor=CELL_SPREAD_FLOOR)
+            agree = np.array([neighbour_max(np.abs(c - median).reshape(self.grid[::-1]) / scale
+                                            .reshape(self.grid[::-1])) < VOTE_Z for c in cells])
+            if agree.sum() > self.rank + 1:
+                candidates = np.flatnonzero(agree)
+        self.inliers_ = candidates[self._inlier_columns(normalised[:, candidates])]
+        for _ in range(2):
+            chosen = normalised[:, self.inliers_]
+            # Top left singular vectors of the chosen columns, from their k x k Gram matrix.
+            _, left = np.linalg.eigh(chosen @ chosen.T)
+            basis_in_projection = left[:, ::-1][:, :min(self.rank, k, chosen.shape[1])]
+            # Back to pixels without forming the k pixel-sized singular vectors:
+            # u = X^T w / sqrt(lambda) for each eigenpair (w, lambda) of X X^T.
+            coefficients = (top_vectors / np.sqrt(top_values)) @ basis_in_projection
+            # One matrix-vector product per basis vector: BLAS reads the window once for
+            # each, where one (pixels x n) @ (n x rank) product runs two to three times slower.
+            rows = [column @ self.frames_[:n] for column in coefficients.T.astype(np.float32)]
+            self.basis_ = _orthonormal_rows(np.stack(rows)).T
+            energies = self._window_energies()
+            median, scale = robust_statistics(energies)
+            agree = np.array([neighbour_max(((e - median) / scale).reshape(self.grid[::-1]))
+                              < VOTE_Z for e in energies])
+            if not vote or agree.all() or agree.sum() <= self.rank + 1:
+                break
+            # The frames no block outvotes span the subspace: all of them, so that it covers
+            # the background's whole range (light over the day), not one stretch of it.
+            self.inliers_ = np.flatnonzero(agree)
+        self.n_refits_ += 1
+        self.background_ = agree if agree.sum() > self.rank + 1 else np.ones(n, bool)
+        self._in_sample_energies = energies
+        self._refresh_statistics()
+
+    def _refresh_statistics(self) -> None:
+        """Statistics of the background frames: out of sample where they were scored."""
+        energies = np.where(self.scored_[:self.n_filled_, None],
+                            self.scored_energies_[:self.n_filled_], self._in_sample_energies)
+        self.block_history_ = energies[self.background_]
+        self._stats = None
+
+    def _window_energies(self) -> np.ndarray:
+        """Block log energies of every frame of the window against the current subspace."""
+        frames = self.frames_[:self.n_filled_]
+        outside = frames - (frames @ self.basis_) @ self.basis_.T
+        norms = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
+        return np.array([self.block_energies(row, norm) for row, norm in zip(outside, norms)])
+
+    def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
+        n = normalised.shape[1]
+        if self.method == "pca" or n <= self.rank:
+            self.inlier_order_ = np.arange(n)
+            return self.inlier_order_
+        if self.method == "cop":
+            scores = coherence_values(normalised)
+        else:
+            V, singular_values = right_singular_vectors(normalised, with_values=True)
+            scores = demote_unexplained(sncp_from_singular_vectors(V) if self.method == "sncp"
+                                        else ancp_from_singular_vectors(V), V, singular_values)
+        self.inlier_order_ = np.argsort(-scores, kind="stable")
+        n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
+        return np.sort(self.inlier_order_[:n_inliers])
+
+
+def robust_statistics(energies: np.ndarray, upper_quantile: float | None = None,
+                      floor: float = None):
+    """Per-column median and spread: the MAD's sigma, or with ``upper_quantile`` the larger of
+    it and the quantile's distance from the median in sigmas (at least ``floor``, by default
+    LOG_SPREAD_FLOOR)."""
+    median = np.median(energies, axis=0)
+    scale = MAD_TO_SIGMA * np.median(np.abs(energies - median), axis=0)
+    if upper_quantile is not None:
+        z = float(NormalDist().inv_cdf(upper_quantile))
+        scale = np.maximum(scale, (np.quantile(energies, upper_quantile, axis=0) - median) / z)
+    return median, np.maximum(scale, LOG_SPREAD_FLOOR if floor is None else floor)
+
+
+def neighbour_max(z: np.ndarray) -> float:
+    """The largest z-score that two neighbouring blocks (side by side or one above the other)
+    both reach: anything worth an event covers two blocks, where a swaying branch or a ripple
+    lights up one (by as much as a person does: z of 15 and more, every few seconds)."""
+    pairs = [np.minimum(z[:, :-1], z[:, 1:]).max(initial=-np.inf),
+             np.minimum(z[:-1], z[1:]).max(initial=-np.inf)]
+    best = max(pairs)
+    return float(best if np.isfinite(best) else z.max())
+
+
+def _orthonormal_rows(rows: np.ndarray) -> np.ndarray:
+    """Orthonormal rows spanning what ``rows`` span, from their small Gram matrix.
+
+    The basis vectors come out of the eigenpairs nominally orthonormal; round-off in the small
+    eigenvalues leaves them slightly skew, and a window spanning fewer dimensions than the rank
+    gives directions that collapse to (numerically) nothing. Those are dropped, not blown up.
+    """
+    values, vectors = np.linalg.eigh((rows @ rows.T).astype(np.float64))
+    kept = values > COLLAPSED_DIRECTION * max(float(values.max(initial=0.0)), 1e-30)
+    return (vectors[:, kept] / np.sqrt(values[kept])).T.astype(np.float32) @ rows

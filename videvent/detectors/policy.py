@@ -1,0 +1,149 @@
+"""What the background model learns, and which changes become background: the detector's policy.
+
+Kept apart from the model (``background.py``), as river keeps ``QuantileFilter`` apart from the
+anomaly detector it protects, so each can be tested alone.
+
+- ``LearningSchedule`` says which frames join the model's window: every frame while it warms
+  up, then one frame every ``stride`` frames, whatever its score, so that the window spans a
+  long time (minutes) in a hundred frames. A person who stays for a minute is then a minority
+  of the window, and the robust inlier scores keep them out of the background subspace; no
+  gate on the score decides it. Frames without a picture (blank, corrupt, stalled) are never
+  learned.
+- ``StaticRegions`` decides, block by block, what becomes background before the model learns
+  it: a block that has been unusual *and unchanging* for ``static_after`` frames (a bag left on
+  the floor, a door left open) takes its current picture as its background, in that block
+  only, and scores against it until the model explains the block again. A block where
+  anything still moves (a person standing and phoning) stays unusual as long as it lasts.
+  When most of the frame has become static at once (a light switched on and left on), the
+  model itself is rebuilt from the recent frames: the whole frame changed, so nothing is
+  blinded that was not already changed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import cv2
+import numpy as np
+
+# A block whose root-mean-square change from its reference picture stays below this (grey
+# levels, at the working size) is unchanging: compression and sensor noise move a still
+# picture by one or two levels there, a person breathing or turning by more.
+STATIC_TOLERANCE = 4.0
+# Share of the frame's blocks that must have become static at once for the change to count as
+# the whole scene's (a light), which rebuilds the model instead of patching blocks.
+SCENE_CHANGE_SHARE = 0.6
+
+
+class LearningSchedule:
+    """Which frames the model learns: the first ``warmup``, then one every ``stride``."""
+
+    def __init__(self, stride: int, warmup: int):
+        if stride < 1 or warmup < 1:
+            raise ValueError(f"stride and warm-up must be at least 1, got {stride}, {warmup}")
+        self.stride = int(stride)
+        self.warmup = int(warmup)
+        self.learned_ = 0
+        self.since_learned_ = 0
+
+    def should_learn(self) -> bool:
+        """Whether the next frame with a picture is to be learned; counts it either way."""
+        self.since_learned_ += 1
+        if self.learned_ < self.warmup or self.since_learned_ >= self.stride:
+            self.learned_ += 1
+            self.since_learned_ = 0
+            return True
+        return False
+
+    def restart(self, learned: int) -> None:
+        """The model was rebuilt from ``learned`` frames: warm up again from there."""
+        self.learned_ = learned
+        self.since_learned_ = 0
+
+
+class StaticRegions:
+    """Blocks of the frame whose lasting change has become their background.
+
+    ``update`` takes the frame, its per-block z-scores against the model and the residual
+    image, and returns the z-scores and residual image with every absorbed block scored
+    against its own reference picture instead.
+    """
+
+    def __init__(self, frame_shape: tuple[int, ...], grid: tuple[int, int], *,
+                 static_after: int, hot: float):
+        if static_after < 1:
+            raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
+        self.frame_shape = frame_shape
+        self.grid = grid                                   # (columns, rows)
+        self.static_after = int(static_after)
+        self.hot = float(hot)
+        n_blocks = grid[0] * grid[1]
+        self.reference_ = np.zeros(frame_shape, np.float32)  # per block: picture to compare
+        self.offset_ = np.zeros(frame_shape, np.float32)     # residual an absorbed block keeps
+        self.still_for_ = np.zeros(n_blocks, int)           # frames unusual and unchanging
+        self.absorbed_ = np.zeros(n_blocks, bool)
+        self._pixel_block = cv2.resize(
+            np.arange(n_blocks, dtype=np.float32).reshape(grid[1], grid[0]),
+            (frame_shape[1], frame_shape[0]), interpolation=cv2.INTER_NEAREST).astype(int)
+        self._block_area = np.bincount(self._pixel_block.ravel(), minlength=n_blocks)
+
+    @property
+    def absorbed_share(self) -> float:
+        return float(self.absorbed_.mean())
+
+    def clear(self) -> None:
+        self.still_for_[:] = 0
+        self.absorbed_[:] = False
+
+    def update(self, x: np.ndarray, z: np.ndarray, residual_image: np.ndarray,
+               score_image) -> tuple[np.ndarray, np.ndarray]:
+        """``score_image(residual_image) -> block z-scores`` scores the patched residual."""
+        picture = x.reshape(self.frame_shape)
+        change = self._block_rms(picture - self.reference_)
+        # The model explains an absorbed block again (the object left, or the window learned
+        # it): the block goes back to the model.
+        self.absorbed_ &= z >= self.hot
+        unusual = (z >= self.hot) & ~self.absorbed_
+        unchanged = change < STATIC_TOLERANCE
+        self.still_for_ = np.where(unusual & unchanged, self.still_for_ + 1, 0)
+        # A block starting (or restarting) to be watched takes the current picture as its
+        # reference; so does every block that is not absorbed, which keeps references fresh.
+        moving = ~self.absorbed_ & (self.still_for_ == 0)
+        newly = self.still_for_ >= self.static_after
+        self.absorbed_ |= newly
+        self.still_for_[newly] = 0
+        renew = moving | newly
+        residual = residual_image.reshape(self.frame_shape)
+        if renew.any():
+            mask = renew[self._pixel_block]
+            self.reference_[mask] = picture[mask]
+            absorbing = newly[self._pixel_block]
+            self.offset_[absorbing] = residual[absorbing]
+        if not self.absorbed_.any():
+            return z, residual_image
+        # Absorbed blocks: what the model did not explain when they were absorbed (the object)
+        # is taken off their residual; the model still follows the light there.
+        mask = self.absorbed_[self._pixel_block]
+        image = residual.copy()
+        image[mask] -= self.offset_[mask]
+        z = z.copy()
+        z[self.absorbed_] = score_image(image.ravel())[self.absorbed_]
+        return z, image.ravel()
+
+    def _block_rms(self, difference: np.ndarray) -> np.ndarray:
+        squared = difference * difference
+        if squared.ndim == 3:
+            squared = squared.mean(axis=2)
+        return np.sqrt(cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA).ravel())
+
+
+class RecentFrames:
+    """The last few frames with a picture, to rebuild the model from after a scene change."""
+
+    def __init__(self, length: int):
+        self.frames = deque(maxlen=max(1, int(length)))
+        self.brightness = deque(maxlen=max(1, int(length)))
+
+    def add(self, x: np.ndarray, brightness: float) -> None:
+        self.frames.append(x.copy())
+        self.brightness.append(brightness)
