@@ -73,6 +73,8 @@ def test_alerts_carry_thumbnail_and_clip_rounded_values_and_a_session_end(tmp_pa
         for value in alert.values():
             if isinstance(value, float):
                 assert len(repr(value).split(".")[1]) <= 3, alert
-    assert end["duration_s"] == round(end["end_time_s"] - end["start_time_s"], 3)
+    # Each value rounded on its own: the rounded duration is within a millisecond of the
+    # difference of the rounded times.
+    assert abs(end["duration_s"] - (end["end_time_s"] - end["start_time_s"])) <= 0.0011
     assert alerts[-1]["frames"] == 300 and alerts[-1]["events"] == 1
     assert alerts[-1]["results"] == str(folder.resolve())

@@ -53,12 +53,14 @@ def test_the_demo_clip_real_footage_its_visit_is_found(tmp_path):
     visit = truth_mask(truth["event_frames"], count)
     judged = ~truth_mask(truth["uncertain"], count)  # entry and exit: either call is right
     precision, recall = precision_recall(scores["flagged"] & judged, visit & judged)
-    assert precision >= 0.9 and recall >= 0.6, (precision, recall)
+    assert precision >= 0.9 and recall >= 0.95, (precision, recall)
     [[first, last]] = truth["event_frames"]
     fps = truth["fps"]
     flagged = np.flatnonzero(scores["flagged"])
     assert flagged.min() >= first - fps and flagged.max() <= last + fps
-    assert any(e["start_frame"] <= last and e["end_frame"] >= first for e in events["events"])
+    # Standing at the table for ten seconds, the visitor is one event, never chopped.
+    [event] = events["events"]
+    assert event["start_frame"] <= first and event["end_frame"] >= last
 
 
 def test_an_event_longer_than_half_the_window_is_flagged_to_its_end(tmp_path):
@@ -73,11 +75,11 @@ def test_an_event_longer_than_half_the_window_is_flagged_to_its_end(tmp_path):
 
 
 def test_a_lasting_change_becomes_background_in_its_region_after_absorb_after(tmp_path):
-    """Streaming (no seed): the change is an event for --absorb-after, then background in its
+    """Streaming (the default): the change is an event for --absorb-after, then background in its
     own blocks only; no rebuild of the whole model."""
     path, truth = sample("scene_change")
     change = truth["change_frame"]
-    _, scores, events = run_and_read(tmp_path, path, "--absorb-after", "4s", "--no-seed")
+    _, scores, events = run_and_read(tmp_path, path, "--absorb-after", "4s")
     absorb_frame = change + 4 * truth["fps"]
     assert scores["flagged"][change + 1:absorb_frame - 1].all()
     # Then background: what is flagged later is the pond's and the tree's odd blip (a few
@@ -89,11 +91,11 @@ def test_a_lasting_change_becomes_background_in_its_region_after_absorb_after(tm
 
 
 def test_seeded_a_lasting_change_that_fills_most_of_the_file_is_its_background(tmp_path):
-    """Seeded (the default on files): the scene as it is for most of the file is the
-    background, so the state before the change is what stands out, until it is absorbed."""
+    """Seeded (--seed): the scene as it is for most of the file is the background, so the
+    state before the change is what stands out, until it is absorbed."""
     path, truth = sample("scene_change")
     change = truth["change_frame"]
-    _, scores, _ = run_and_read(tmp_path, path, "--absorb-after", "4s")
+    _, scores, _ = run_and_read(tmp_path, path, "--absorb-after", "4s", "--seed")
     assert scores["flagged"][1:4 * truth["fps"] - 1].all()
     assert not scores["flagged"][change:change + 4 * truth["fps"]].any()
 
@@ -285,11 +287,12 @@ def test_a_video_too_short_to_score_says_so_instead_of_0_events(tmp_path, count)
 
 
 def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_path):
-    # Started inside the walker's crossing: the detector's warm-up covers its first part.
+    # Started inside the walker's crossing: the detector's warm-up (three seconds, 45 frames at
+    # 15 fps) covers its first part.
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180")
     assert result.returncode == 0, result.stderr
-    assert "120 frames scanned (70 scored)" in result.stdout, result.stdout
-    assert "warm-up (learning the background): frames 180-229" in result.stdout
+    assert "120 frames scanned (75 scored)" in result.stdout, result.stdout
+    assert "warm-up (learning the background): frames 180-224" in result.stdout
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40")
     assert "15 fps, 40 frames of 300" in result.stderr, result.stderr
 

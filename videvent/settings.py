@@ -48,7 +48,7 @@ class Settings:
     time_post_event: Time = "1s"
     absorb_after: Time | None = "5s"         # None: never absorb a lasting change
     background_span: Time = "60s"            # time the model's window spans
-    seed: bool = True                         # seed the model from frames spread over a file
+    seed: bool = False                        # seed the model from frames spread over a file
     working_size: int = 160
     downscale_factor: int | None = None
     colour: bool = False

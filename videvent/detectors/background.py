@@ -42,7 +42,7 @@ NOISE_FLOOR = 1.5
 # the event frames that remain among the inliers (cars in every frame) widen it too. A floor
 # of 15% keeps perfectly still blocks from turning noise into events.
 MAD_TO_SIGMA = 1.4826
-UPPER_QUANTILE = 0.75
+UPPER_QUANTILE = 0.95
 # Coarse pictures (block means of the unit-length frame) differ by sensor noise alone by less
 # than this: 0.5% of the mean pixel.
 CELL_SPREAD_FLOOR = 0.005

@@ -147,3 +147,5 @@ class RecentFrames:
     def add(self, x: np.ndarray, brightness: float) -> None:
         self.frames.append(x.copy())
         self.brightness.append(brightness)
+
+

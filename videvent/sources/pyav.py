@@ -35,6 +35,9 @@ _LUMA_PLANE_FORMATS = frozenset({
 # values as a lookup table (no product lies near a rounding tie) at half its cost per frame.
 LIMITED_RANGE_GAIN, LIMITED_RANGE_OFFSET = 255 / 219, -16 * 255 / 219
 _FULL_RANGE = 2  # AVCOL_RANGE_JPEG
+# Files with at most this many pixels in all (frames x width x height: 4 minutes of 640x360 at
+# 10 fps) are read whole, in order, to sample frames from.
+SMALL_FILE_PIXELS = 5e8
 # Frames a decoder may output between failing on a packet and reporting it: FFmpeg's automatic
 # frame threads (at most 16) plus B-frame reordering.
 _MATCH_WINDOW = 24
@@ -77,10 +80,18 @@ class PyAVSource(FrameSource):
         return self._frames(start, end)
 
     def sample(self, groups: int, group_length: int) -> Iterator[Frame]:
-        # Each run starts at the keyframe before its place: seeking anywhere else would decode
-        # from that keyframe on, up to a few hundred frames for each run.
+        # A small file is read once, in order: it costs less than it takes to decode, and its
+        # keyframes may be too few to seek to (a camera clip can have one). A larger one: each
+        # run starts at the keyframe before its place, since seeking anywhere else would
+        # decode from that keyframe on, up to a few hundred frames for each run.
         self._check_pass(0, None)
         if not self.frame_count:
+            return
+        if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS:
+            wanted = {start + offset for start in spread(self.frame_count, groups)
+                      for offset in range(group_length)}
+            yield from (frame for frame in self._frames(0, max(wanted) + 1)
+                        if frame.index in wanted)
             return
         container = self._open()
         try:
