@@ -249,7 +249,7 @@ def test_residuals_png_numbers_legend_time_axis_and_warm_up(tmp_path):
     hatched = [patch for patch in top.patches if patch.get_hatch() == "//"]
     assert len(hatched) == 1
     x0, x1 = hatched[0].get_x(), hatched[0].get_x() + hatched[0].get_width()
-    assert (x0, x1) == (-0.5, 49.5)
+    assert (x0, x1) == (-0.5, 44.5)  # the warm-up: three seconds at 15 fps
 
 
 def test_report_links_each_event_to_its_clip_and_moment_shows_no_python_values(tmp_path):

@@ -36,11 +36,12 @@ ENERGY_FLOOR = 0.01
 # ... and never below this, in grey levels (root-mean-square over a block): residual that small
 # is sensor and compression noise whatever the light.
 NOISE_FLOOR = 1.5
-# The spread of a block's log energy is the larger of the MAD-based sigma and the upper
-# quartile's distance from the median / 0.6745 (equal for normal data). The second reads the
-# upper half alone, where a waving tree's gusts widen the spread; a higher quantile would let
-# the event frames that remain among the inliers (cars in every frame) widen it too. A floor
-# of 15% keeps perfectly still blocks from turning noise into events.
+# The spread of a block's log energy is the larger of the MAD-based sigma and the 95th
+# percentile's distance from the median / 1.645 (equal for normal data). The second keeps a
+# waving tree's gusts, rare but recurring, from looking like events (on WavingTrees and the
+# synthetic garden the upper quartile flags them); the frames it reads are the window's
+# background frames, so events do not widen it. A floor of 15% keeps perfectly still blocks
+# from turning noise into events.
 MAD_TO_SIGMA = 1.4826
 UPPER_QUANTILE = 0.95
 # Coarse pictures (block means of the unit-length frame) differ by sensor noise alone by less
