@@ -28,6 +28,7 @@ __all__ = ["METHODS", "SubspaceWindowDetector", "WARMUP"]
 # until it is the recent frames' median (half of ``static_after``).
 BRIGHTNESS_SCALE = 0.1
 MIN_RECENT = 5
+WARMUP_REFIT_EVERY = 10
 # Share of the blocks still unusual ``static_after`` after a light switched for the model to be
 # rebuilt from the frames since (fewer: the new light changed only a corner, which the static
 # regions take care of).
@@ -141,7 +142,11 @@ class SubspaceWindowDetector:
         score = 0.0 if warming_up else max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
         learned = self.schedule.should_learn()
         if learned:
-            model.learn_one(x)
+            # While warming up nothing is scored: a refit every few frames, and one as the
+            # warm-up ends, give the same model for the first scored frame at a tenth the cost.
+            learned_so_far = self.schedule.learned_
+            model.learn_one(x, refit=learned_so_far >= self.warmup
+                            or learned_so_far % WARMUP_REFIT_EVERY == 0)
         self._previous_verdict = (assessment.residual, score)
         explanation = {}
         if explain is True or (explain is not False and score >= explain):
