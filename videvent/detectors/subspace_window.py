@@ -2,13 +2,13 @@
 (``policy.py``).
 
 Every frame is scored as it arrives against the background model; the score is the largest
-block z-score of its residual (or the brightness-step score, if larger). What the model learns
-is the policy's: after a short warm-up, one frame in every ``stride`` whatever its score, so the
-window spans minutes and the robust inlier scores (SNCP), not a gate, decide which of its frames
-span the background. On a file, the model is seeded before the first frame is scored from
-frames spread over the whole video (the paper's batch setting), so something in view from the
-first frame is found. Blocks whose change has lasted and stopped moving become background on
-their own; a change of the whole scene (a light) rebuilds the model from the recent frames.
+z-score that two neighbouring blocks of its residual reach (or the brightness-step score, if
+larger). What the model learns is the policy's: after a short warm-up, one frame in every
+``stride`` whatever its score, so the window spans a minute and the robust steps of the model
+(a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
+file, ``seed`` can build the model first from frames spread over the whole video (the paper's
+batch setting). Blocks whose change has lasted and stopped moving become background on their
+own; a change of the whole scene (a light) rebuilds the model from the recent frames.
 """
 
 from __future__ import annotations
