@@ -107,10 +107,7 @@ class SubspaceBackground:
         self.grid = (max(1, min(width, round(width * scale))),
                      max(1, min(height, round(height * scale))))
         self.n_blocks = self.grid[0] * self.grid[1]
-        # Block of every pixel (rows x columns of the frame), as the grid cuts it.
-        self.pixel_block_ = cv2.resize(
-            np.arange(self.n_blocks, dtype=np.float32).reshape(self.grid[1], self.grid[0]),
-            (width, height), interpolation=cv2.INTER_NEAREST).astype(np.int32)
+        self.pixel_block_ = pixel_blocks(self.frame_shape, self.grid)
         self.method = method
         self.rank = int(rank)
         self.window = int(window)
@@ -243,15 +240,7 @@ class SubspaceBackground:
     def block_energies(self, outside: np.ndarray, norm: float) -> np.ndarray:
         """Log of the root-mean-square of each block of ``outside / norm``: the residual of a
         frame of length ``norm``, as a share of the unit-length frame."""
-        norm = max(float(norm), 1e-12)
-        squared = (outside * outside).reshape(self.frame_shape)
-        if squared.ndim == 3:
-            squared = squared.sum(axis=2)
-        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA) / (norm * norm)
-        # The floor is in grey levels as well as relative: sensor noise does not dim with the
-        # light, so a relative floor alone would score a dimmer frame's noise as a change.
-        floor = max(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norm) ** 2
-        return 0.5 * np.log(np.maximum(means, floor)).ravel()
+        return self.block_energies_of_rows(outside[None], np.array([max(float(norm), 1e-12)]))[0]
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
         """z-score of every block's log energy (zeros before the model is ready)."""
@@ -370,6 +359,8 @@ class SubspaceBackground:
             means = cv2.resize(stack, self.grid, interpolation=cv2.INTER_AREA)
             rows.append(means.reshape(-1, stack.shape[-1]).T)  # (one channel: 2-d, same)
         means = np.concatenate(rows) / (norms[:, None] ** 2)
+        # The floor is in grey levels as well as relative: sensor noise does not dim with the
+        # light, so a relative floor alone would score a dimmer frame's noise as a change.
         floor = np.maximum(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norms) ** 2
         return 0.5 * np.log(np.maximum(means, floor[:, None]))
 
@@ -387,6 +378,14 @@ class SubspaceBackground:
         self.inlier_order_ = np.argsort(-scores, kind="stable")
         n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
         return np.sort(self.inlier_order_[:n_inliers])
+
+
+def pixel_blocks(frame_shape: tuple[int, ...], grid: tuple[int, int]) -> np.ndarray:
+    """The block of every pixel (a height x width array of block numbers, row-major over the
+    grid of ``grid`` = (columns, rows)), as the grid cuts the frame."""
+    numbers = np.arange(grid[0] * grid[1], dtype=np.float32).reshape(grid[1], grid[0])
+    return cv2.resize(numbers, (frame_shape[1], frame_shape[0]),
+                      interpolation=cv2.INTER_NEAREST).astype(np.int32)
 
 
 def robust_statistics(energies: np.ndarray, upper_quantile: float | None = None,

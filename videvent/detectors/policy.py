@@ -26,6 +26,8 @@ from collections import deque
 import cv2
 import numpy as np
 
+from .background import pixel_blocks
+
 # A block whose root-mean-square change from its reference picture stays below this (grey
 # levels, at the working size) is unchanging: compression and sensor noise move a still
 # picture by one or two levels there, a person breathing or turning by more.
@@ -82,10 +84,7 @@ class StaticRegions:
         self.offset_ = np.zeros(frame_shape, np.float32)     # residual an absorbed block keeps
         self.still_for_ = np.zeros(n_blocks, int)           # frames unusual and unchanging
         self.absorbed_ = np.zeros(n_blocks, bool)
-        self._pixel_block = cv2.resize(
-            np.arange(n_blocks, dtype=np.float32).reshape(grid[1], grid[0]),
-            (frame_shape[1], frame_shape[0]), interpolation=cv2.INTER_NEAREST).astype(int)
-        self._block_area = np.bincount(self._pixel_block.ravel(), minlength=n_blocks)
+        self._pixel_block = pixel_blocks(frame_shape, grid)
 
     @property
     def absorbed_share(self) -> float:
