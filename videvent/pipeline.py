@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
-from .output import ResultFolder, ScoresWriter, read_scores, write_events
+from .output import ResultFolder, ScoresWriter, write_events
 from .output.folder import check_destination
 from .preprocess import Preprocessor, frame_health, working_size
 from .segmenter import Event, EventSegmenter
