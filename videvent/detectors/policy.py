@@ -114,20 +114,23 @@ class StaticRegions:
         renew = moving | newly
         residual = residual_image.reshape(self.frame_shape)
         if renew.any():
-            mask = renew[self._pixel_block]
-            self.reference_[mask] = picture[mask]
-            absorbing = newly[self._pixel_block]
-            self.offset_[absorbing] = residual[absorbing]
+            # copyto with a mask: no gathered copy of the frame, every frame of the stream.
+            np.copyto(self.reference_, picture, where=self._pixels(renew))
+            if newly.any():
+                np.copyto(self.offset_, residual, where=self._pixels(newly))
         if not self.absorbed_.any():
             return z, residual_image
         # Absorbed blocks: what the model did not explain when they were absorbed (the object)
         # is taken off their residual; the model still follows the light there.
-        mask = self.absorbed_[self._pixel_block]
-        image = residual.copy()
-        image[mask] -= self.offset_[mask]
+        image = residual - np.where(self._pixels(self.absorbed_), self.offset_, np.float32(0))
         z = z.copy()
         z[self.absorbed_] = score_image(image.ravel())[self.absorbed_]
         return z, image.ravel()
+
+    def _pixels(self, blocks: np.ndarray) -> np.ndarray:
+        """A mask of the frame's pixels (channels too) from a mask of its blocks."""
+        mask = blocks[self._pixel_block]
+        return mask[..., None] if len(self.frame_shape) == 3 else mask
 
     def _block_rms(self, difference: np.ndarray) -> np.ndarray:
         squared = difference * difference

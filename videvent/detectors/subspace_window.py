@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..preprocess import BLANK, CORRUPT, FROZEN, OK
+from ..preprocess import BLANK, CORRUPT, FROZEN, OK, frame_health
 from .background import METHODS, Assessment, SubspaceBackground, neighbour_max
 from .base import FrameScore
 from .policy import SCENE_CHANGE_SHARE, LearningSchedule, RecentFrames, StaticRegions
@@ -71,7 +71,6 @@ class SubspaceWindowDetector:
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks)
         self.frame_shape = self.model.frame_shape
-        self.method = method
         self.hot = float(hot)
         self.static_after = static_after
         self.warmup = max(rank + 1, min(int(warmup), window))
@@ -80,7 +79,6 @@ class SubspaceWindowDetector:
                                      static_after=static_after or 1, hot=hot)
         self.recent = RecentFrames(min(window, max(static_after or 0, MIN_RECENT)))
         self.seeded_ = 0                                  # frames the model was seeded with
-        self.n_rebuilt_ = 0
         self._since_light_switch: int | None = None
         self._previous_verdict = (0.0, 0.0)
 
@@ -92,7 +90,7 @@ class SubspaceWindowDetector:
         frame does not become the background. They stay in the window for good (half of it at
         most), so the model never forgets the video's usual look. Returns how many were used.
         """
-        frames = [x for x in frames if x is not None and float(np.std(x)) >= 1.0]
+        frames = [x for x in frames if frame_health(x, None) == OK]  # blank ones say nothing
         if len(frames) <= self.model.rank:
             return 0
         frames = frames[:self.model.window]
@@ -185,7 +183,6 @@ class SubspaceWindowDetector:
             model.reset(np.stack(self.recent.frames))
             self.regions.clear()
             self.schedule.restart(len(self.recent.frames))
-            self.n_rebuilt_ += 1
             return z, residual_image, True
         return z, residual_image, False
 
