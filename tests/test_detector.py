@@ -206,3 +206,15 @@ def test_memory_is_bounded_by_the_window():
     model = detector.model
     assert model.frames_.shape == (25, SHAPE[0] * SHAPE[1])
     assert len(model.block_history_) <= 25 and len(detector.recent.frames) <= 25
+
+
+def test_a_presence_longer_than_the_window_spans_stays_one_event_with_no_ghost():
+    """Frames of a presence replace the frames the window's vote outvotes first, so the
+    background frames stay while it lasts (the window spans 100 frames, the presence 150)."""
+    rng = np.random.default_rng(12)
+    frames = add_patch(scene(rng, 400), 100, 249)
+    detector = Detector(window=50, stride=2, static_after=None)
+    scores = scores_of(feed(detector, frames))
+    assert (scores[100:250] > 7).all()
+    assert (scores[255:] < 4.5).all()
+
