@@ -218,3 +218,30 @@ def test_a_presence_longer_than_the_window_spans_stays_one_event_with_no_ghost()
     assert (scores[100:250] > 7).all()
     assert (scores[255:] < 4.5).all()
 
+
+def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles():
+    rng = np.random.default_rng(13)
+    frames = add_patch(scene(rng, 220), 60, 119)        # a person where the light came on
+    frames[:60] = 0                                     # a dark room
+    detector = Detector(window=30, static_after=40, warmup=10)
+    results = []
+    for i, x in enumerate(frames):
+        health = BLANK if i < 60 else "ok"
+        results.append(detector.process_frame(i, i / 10, x.ravel(), health))
+    scores = scores_of(results)
+    assert (scores[:60] == 0).all()                     # dark: reported blank, not scored
+    assert (scores[60:120] > 7).all()                   # the picture is an event while it moves
+    [settled] = [r.index for r in results if r.absorbed]
+    assert 129 <= settled <= 135                        # it stood still for the warm-up
+    assert (scores[settled + 1:] < 4.5).all()           # and is the background from then on
+
+
+def test_the_light_coming_back_on_the_scene_the_model_knows_is_no_lasting_event():
+    rng = np.random.default_rng(14)
+    frames = scene(rng, 260)
+    frames[100:160] = 0                                 # lights off for longer than static_after
+    detector = Detector(window=30, static_after=40, warmup=10)
+    results = [detector.process_frame(i, i / 10, x.ravel(), BLANK if 100 <= i < 160 else "ok")
+               for i, x in enumerate(frames)]
+    scores = scores_of(results)
+    assert (scores[160:] < 4.5).all() and not any(r.absorbed for r in results)

@@ -17,6 +17,10 @@ anomaly detector it protects, so each can be tested alone.
   When most of the frame has become static at once (a light switched on and left on), the
   model itself is rebuilt from the recent frames: the whole frame changed, so nothing is
   blinded that was not already changed.
+- ``DarkScene`` remembers that the scene has been dark (blank frames) for ``static_after``
+  frames, so darkness is its background: a picture that appears then (a door opened, a light
+  switched on in an empty room) is an event until it has stood still for ``settle_after``
+  frames, and only then becomes the background.
 """
 
 from __future__ import annotations
@@ -133,10 +137,71 @@ class StaticRegions:
         return mask[..., None] if len(self.frame_shape) == 3 else mask
 
     def _block_rms(self, difference: np.ndarray) -> np.ndarray:
-        squared = difference * difference
-        if squared.ndim == 3:
-            squared = squared.mean(axis=2)
-        return np.sqrt(cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA).ravel())
+        return block_rms(difference, self.grid)
+
+
+def block_rms(difference: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """Root-mean-square of a difference picture over each block of a (columns, rows) grid."""
+    squared = difference * difference
+    if squared.ndim == 3:
+        squared = squared.mean(axis=2)
+    return np.sqrt(cv2.resize(squared, grid, interpolation=cv2.INTER_AREA).ravel())
+
+
+class DarkScene:
+    """Whether darkness is the scene's background, and when a picture that came out of it
+    has settled.
+
+    ``blank`` is told of every blank frame, ``lit`` of every frame with a picture. After
+    ``static_after`` blank frames in a row the scene is dark: ``active_`` holds, with the dark
+    frames' brightness in ``dark_brightness_``, until a picture has stood still (against its
+    own overall gain, since a camera's exposure settles slowly after a light) for
+    ``settle_after`` frames. ``lit`` returns True on that frame; the caller rebuilds its model
+    from the settled frames.
+    """
+
+    def __init__(self, frame_shape: tuple[int, ...], grid: tuple[int, int], *,
+                 static_after: int, settle_after: int):
+        self.frame_shape = frame_shape
+        self.grid = grid
+        self.static_after = int(static_after)
+        self.settle_after = int(settle_after)
+        self.active_ = False
+        self.dark_brightness_ = 0.0
+        self.dark_for_ = 0                 # blank frames in a row
+        self.settled_for_ = 0              # frames the picture has stood still
+        self._reference: np.ndarray | None = None
+
+    def blank(self, brightness: float) -> None:
+        self.dark_for_ += 1
+        if self.dark_for_ >= self.static_after:
+            self.active_ = True
+            self.dark_brightness_ = brightness
+            self.settled_for_ = 0
+            self._reference = None
+
+    def leave(self) -> None:
+        """The picture is one the model knows: darkness is no longer the background."""
+        self.active_ = False
+
+    def lit(self, x: np.ndarray) -> bool:
+        """Count a frame with a picture; True when it settles the scene out of darkness."""
+        self.dark_for_ = 0
+        if not self.active_:
+            return False
+        picture = x.reshape(self.frame_shape)
+        if self._reference is not None:
+            gain = float(self._reference.mean()) / max(float(picture.mean()), 1e-3)
+            still = block_rms(picture * np.float32(gain) - self._reference, self.grid).max()
+            if still < STATIC_TOLERANCE:
+                self.settled_for_ += 1
+                if self.settled_for_ >= self.settle_after:
+                    self.active_ = False
+                    return True
+                return False
+        self._reference = picture.astype(np.float32, copy=True)
+        self.settled_for_ = 0
+        return False
 
 
 class RecentFrames:

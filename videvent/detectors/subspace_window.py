@@ -8,7 +8,9 @@ larger). What the model learns is the policy's: after a short warm-up, one frame
 (a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
 batch setting). Blocks whose change has lasted and stopped moving become background on their
-own; a change of the whole scene (a light) rebuilds the model from the recent frames.
+own; a change of the whole scene (a light) rebuilds the model from the recent frames. After a
+lasting darkness (blank frames), darkness is the background: a picture is an event until it
+stands still, unless the model knows it (the light came back on the scene it had).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..preprocess import BLANK, CORRUPT, FROZEN, OK, frame_health
-from .background import METHODS, Assessment, SubspaceBackground, neighbour_max
+from .background import METHODS, Assessment, SubspaceBackground, brightness_of, neighbour_max
 from .base import FrameScore
-from .policy import SCENE_CHANGE_SHARE, LearningSchedule, RecentFrames, StaticRegions
+from .policy import SCENE_CHANGE_SHARE, DarkScene, LearningSchedule, RecentFrames, StaticRegions
 
 WARMUP = "warmup"
 __all__ = ["METHODS", "SubspaceWindowDetector", "WARMUP"]
@@ -78,6 +80,9 @@ class SubspaceWindowDetector:
         self.regions = StaticRegions(self.frame_shape, self.model.grid,
                                      static_after=static_after or 1, hot=hot)
         self.recent = RecentFrames(min(window, max(static_after or 0, MIN_RECENT)))
+        # A picture coming out of a lasting darkness settles over a warm-up's length.
+        self.dark = None if static_after is None else DarkScene(
+            self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
         self.seeded_ = 0                                  # frames the model was seeded with
         self._since_light_switch: int | None = None
         self._previous_verdict = (0.0, 0.0)
@@ -107,6 +112,8 @@ class SubspaceWindowDetector:
         block z-scores to the verdict (for heat maps and boxes; no extra model is involved).
         """
         if health in (BLANK, CORRUPT):
+            if health == BLANK and self.dark is not None:
+                self.dark.blank(brightness_of(x))
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
         if health == FROZEN:
@@ -114,9 +121,18 @@ class SubspaceWindowDetector:
             residual, score = self._previous_verdict
             return FrameScore(index, time_s, residual, score, health, False)
         model = self.model
+        rebuilt = False
+        if self.dark is not None:
+            if self.dark.lit(x):
+                # The picture that came out of the dark has stood still: it is the background.
+                recent = list(self.recent.frames)
+                settled = recent[max(0, len(recent) + 1 - self.warmup):]
+                self._rebuild(settled + [x])
+                rebuilt = True
+            elif self.dark.active_ and not self._known_scene(x):
+                return self._score_against_darkness(index, time_s, x, explain)
         assessment = model.score_one(x)
         warming_up = not model.ready or self.schedule.learned_ < self.warmup
-        rebuilt = False
         z = model.block_z(assessment.block_energies)
         # Fit the frame to the subspace again without its most unusual blocks: a bright object
         # pulls the fit and spreads a faint copy of itself over the whole frame, which made
@@ -131,8 +147,9 @@ class SubspaceWindowDetector:
         residual_image = assessment.residual_image
         brightness_score = self._brightness_step(assessment.brightness)
         if not warming_up and self.static_after is not None:
-            z, residual_image, rebuilt = self._absorb_static(x, z, assessment, brightness_score)
-            if rebuilt:
+            z, residual_image, absorbed = self._absorb_static(x, z, assessment, brightness_score)
+            rebuilt |= absorbed
+            if absorbed:
                 assessment = model.score_one(x)
                 z = model.block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
@@ -180,11 +197,43 @@ class SubspaceWindowDetector:
         if (self.regions.absorbed_share >= SCENE_CHANGE_SHARE or
                 (light_switched and float((z >= self.hot).mean()) >= LIGHT_CHANGE_SHARE)):
             # The whole scene changed and stayed so: rebuild from the recent frames.
-            model.reset(np.stack(self.recent.frames))
-            self.regions.clear()
-            self.schedule.restart(len(self.recent.frames))
+            self._rebuild(list(self.recent.frames))
             return z, residual_image, True
         return z, residual_image, False
+
+    def _rebuild(self, frames: list[np.ndarray]) -> None:
+        """The model starts again from ``frames`` alone: a new scene."""
+        self.model.reset(np.stack(frames))
+        self.regions.clear()
+        self.schedule.restart(len(frames))
+        self._since_light_switch = None
+
+    def _known_scene(self, x: np.ndarray) -> bool:
+        """Whether the model explains the picture that came out of the dark (the light came
+        back on the scene it knew), which ends the darkness at once."""
+        if not self.model.ready:
+            return False
+        z = self.model.block_z(self.model.score_one(x).block_energies)
+        if neighbour_max(z.reshape(self.model.grid[::-1])) >= self.hot:
+            return False
+        self.dark.leave()
+        return True
+
+    def _score_against_darkness(self, index: int, time_s: float, x: np.ndarray,
+                                explain: bool | float) -> FrameScore:
+        """A picture while darkness is the background: as unusual as it is bright (or as its
+        brightness stepped against the recent frames), and not learned until it settles."""
+        brightness = brightness_of(x)
+        score = max(abs(brightness - self.dark.dark_brightness_) / BRIGHTNESS_SCALE,
+                    self._brightness_step(brightness))
+        self.recent.add(x, brightness)
+        self._previous_verdict = (1.0, score)
+        explanation = {}
+        if explain is True or (explain is not False and score >= explain):
+            # Against darkness, the whole picture is what is unusual.
+            explanation = {"residual_image": x.reshape(self.frame_shape).astype(np.float32),
+                           "block_scores": np.full(self.model.grid[::-1], score)}
+        return FrameScore(index, time_s, 1.0, score, OK, False, **explanation)
 
     def _lit_everywhere(self, x: np.ndarray) -> bool:
         """Whether most blocks changed their brightness together against the recent frames: a
