@@ -18,7 +18,8 @@ LEFT_PART = ((0, 0), (175, 0), (175, 239), (0, 239))   # of the 320x240 garden
 
 # -- the polygon form and region files --------------------------------------------------------
 @pytest.mark.parametrize("given", ["10 20 30 40 50 60", ["10", "20", "30", "40", "50", "60"],
-                                   "(10,20) (30,40) (50,60)", "10, 20, 30, 40, 50, 60"])
+                                   "(10,20) (30,40) (50,60)", "10, 20, 30, 40, 50, 60",
+                                   [10, 20, 30, 40, 50, 60], [[10, 20], [30, 40], [50, 60]]])
 def test_a_polygon_is_x_y_pairs_in_any_of_dvr_scans_spellings(given):
     assert parse_polygon(given) == ((10, 20), (30, 40), (50, 60))
 
@@ -111,6 +112,20 @@ def test_outside_the_region_the_detector_sees_zeros_and_health_reads_the_region(
     grey = preprocess(np.full((240, 320, 3), 128, np.uint8))
     assert frame_health(grey, None) == OK
     assert frame_health(grey, None, preprocess.watched) == BLANK
+    colour = Preprocessor(160, 120, colour=True, regions=regions, source_size=(320, 240))
+    assert not colour(picture).reshape(120, 160, 3)[:, 88:].any()
+    assert np.array_equal(colour.watched, np.repeat(preprocess.watched, 3))
+
+
+def test_a_light_switched_inside_the_region_steps_the_brightness_as_much():
+    """The brightness-step score reads the log of the frame's mean: the zeros outside scale
+    the mean by a fixed share, so halving the light inside still steps it by log 2."""
+    preprocess = Preprocessor(160, 120, regions=Regions(watch=(LEFT_PART,)),
+                              source_size=(320, 240))
+    picture = synthetic.walker_scene(noise_sigma=0).frame(0)
+    dimmed = (picture // 2).astype(np.uint8)
+    step = np.log(preprocess(picture).mean()) - np.log(preprocess(dimmed).mean())
+    assert step == pytest.approx(np.log(2), abs=0.01)
 
 
 # -- the guarantee, end to end ------------------------------------------------------------------

@@ -64,7 +64,7 @@ class Preprocessor:
     colour: bool = False
     regions: Regions | None = None
     source_size: tuple[int, int] | None = None
-    watched: np.ndarray | None = field(default=None, init=False, repr=False)
+    watched: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.regions:

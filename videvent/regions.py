@@ -40,11 +40,12 @@ class RegionError(ValueError):
     """A polygon that cannot be used; the message is one line naming it and the problem."""
 
 
-def parse_polygon(text: str | Sequence[str], name: str = "region") -> Polygon:
-    """One polygon from ``"X0 Y0 X1 Y1 X2 Y2 ..."`` (or the same numbers as separate
-    arguments, as a shell splits ``-a 10 20 30 40 50 60``)."""
+def parse_polygon(text: str | Sequence, name: str = "region") -> Polygon:
+    """One polygon from ``"X0 Y0 X1 Y1 X2 Y2 ..."``, or the same numbers as separate
+    arguments (as a shell splits ``-a 10 20 30 40 50 60``), or a list of numbers or of [x, y]
+    pairs (as a TOML config file gives them)."""
     if not isinstance(text, str):
-        text = " ".join(text)
+        text = " ".join(map(str, text))
     tokens = [token for token in _SEPARATORS.split(text) if token]
     try:
         numbers = [int(token) for token in tokens]
@@ -131,9 +132,9 @@ class Regions:
     _masks: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
-    def from_options(cls, add_region: Iterable[str | Sequence[str]] = (),
+    def from_options(cls, add_region: Iterable[str | Sequence] = (),
                      load_region: Iterable[str | os.PathLike] = (),
-                     ignore_region: Iterable[str | Sequence[str]] = (),
+                     ignore_region: Iterable[str | Sequence] = (),
                      ignore_file: Iterable[str | os.PathLike] = ()) -> "Regions":
         """Regions from the command line's ``-a`` texts and ``-R`` files (watch) and the mask
         options' texts and files (ignore); RegionError on any bad one."""
