@@ -171,8 +171,9 @@ class MqttPublisher:
         with self._wake:
             self._connected = True
             available = self.topic("available")
+            pending = {topic for topic, _, _ in self._queue}
             again = [(topic, payload, True) for topic, payload in self._retained.items()
-                     if topic != available]
+                     if topic != available and topic not in pending]
             self._queue.extendleft(reversed(again))
             self._queue.appendleft((available, ONLINE, True))
             self._wake.notify()
