@@ -1,0 +1,224 @@
+"""MQTT (issue 14) against a real mosquitto started on 127.0.0.1: Frigate-style event JSON,
+retained status and snapshot, and a broker that dies and comes back while the sink never
+holds up its caller."""
+
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import types
+
+import cv2
+import numpy as np
+import paho.mqtt.client as paho
+import pytest
+
+from videvent.detectors.base import FrameScore
+from videvent.output.mqtt import MqttSink, parse_mqtt_address
+from videvent.segmenter import Event
+from videvent.sources.base import Frame
+
+MOSQUITTO = shutil.which("mosquitto") or shutil.which("/usr/sbin/mosquitto")
+needs_broker = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
+PATIENCE_S = 20.0          # deadline of every wait on the network (a liveness bound)
+QUICK_S = 0.5              # the most any call of the sink may take (a liveness bound too)
+
+
+class Broker:
+    """mosquitto on a free 127.0.0.1 port, with a generated configuration."""
+
+    def __init__(self, folder):
+        with socket.socket() as probe:          # mosquitto cannot report a port it chose
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.config = folder / "mosquitto.conf"
+        self.config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+                               "persistence false\n")
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "mosquitto exited at start"
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("mosquitto did not accept connections")
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    broker = Broker(tmp_path)
+    yield broker
+    broker.stop()
+
+
+class Subscriber:
+    """A paho client that records every message under ``videvent/#``."""
+
+    def __init__(self, port):
+        self.messages = []
+        self.arrived = threading.Condition()
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2)
+        self.client.on_connect = lambda client, *_: client.subscribe("videvent/#", qos=1)
+        self.client.on_message = self._record
+        self.client.reconnect_delay_set(1, 2)
+        self.client.connect_async("127.0.0.1", port)
+        self.client.loop_start()
+
+    def _record(self, client, userdata, message):
+        with self.arrived:
+            self.messages.append(message)
+            self.arrived.notify_all()
+
+    def wait_for(self, topic, test=lambda payload: True):
+        """The first message on ``topic`` whose payload passes ``test``."""
+        deadline = time.monotonic() + PATIENCE_S
+        with self.arrived:
+            while True:
+                for message in self.messages:
+                    if message.topic == topic and test(message.payload):
+                        return message
+                left = deadline - time.monotonic()
+                assert left > 0, f"no message on {topic}: got {[m.topic for m in self.messages]}"
+                self.arrived.wait(left)
+
+    def events(self):
+        with self.arrived:
+            return [json.loads(m.payload) for m in self.messages if m.topic == "videvent/events"]
+
+    def close(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def an_event(number=1, peak=9.0, peak_frame=12):
+    return Event(number=number, start_frame=0, end_frame=30, core_start_frame=10,
+                 core_end_frame=20, start_time_s=0.0, end_time_s=2.0, peak_frame=peak_frame,
+                 peak_score=peak)
+
+
+def a_frame(index, score, level):
+    picture = np.full((48, 64, 3), level, np.uint8)
+    return (Frame(index, index / 15, picture[..., 0], picture),
+            FrameScore(index, index / 15, 0.1, score, "ok", False))
+
+
+def timed(call, *args):
+    began = time.monotonic()
+    call(*args)
+    took = time.monotonic() - began
+    assert took < QUICK_S, f"{call.__name__} held its caller {took:.2f} s"
+
+
+def test_mqtt_address_parsing_and_its_one_line_errors():
+    assert parse_mqtt_address("broker.lan") == ("broker.lan", 1883)
+    assert parse_mqtt_address("127.0.0.1:1884") == ("127.0.0.1", 1884)
+    assert parse_mqtt_address("[::1]:1885") == ("::1", 1885)
+    for bad, problem in [("host:0", "port must be"), ("host:http", "port must be"),
+                         (":1883", "expected HOST"), ("mqtt://host", "port must be")]:
+        with pytest.raises(ValueError, match=problem) as error:
+            parse_mqtt_address(bad)
+        assert "\n" not in str(error.value)
+
+
+@needs_broker
+def test_events_status_and_snapshot_reach_a_subscriber(broker):
+    broker.start()
+    subscriber = Subscriber(broker.port)
+    sink = MqttSink.connect(f"127.0.0.1:{broker.port}", "front door")
+    try:
+        sink.on_start(types.SimpleNamespace(camera="front door", threshold=7.0))
+        subscriber.wait_for("videvent/available", lambda p: p == b"online")
+        sink.on_status("connected", {"uri": "rtsp://camera"})
+        for index, score, level in [(10, 8.0, 60), (11, 9.0, 200), (12, 8.5, 90)]:
+            sink.on_frame(*a_frame(index, score, level), 1)
+        sink.on_event_start(an_event(peak=9.0))
+        sink.on_event_update(an_event(peak=9.5))
+        sink.on_event_end(an_event(peak=9.5), {"thumbnail": "/out/event_001.jpg"})
+        sink.on_status("finished", {})
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "end")
+        new, update, end = subscriber.events()
+        assert [new["type"], update["type"], end["type"]] == ["new", "update", "end"]
+        assert new["before"] == new["after"] and update["before"] == new["after"]
+        assert end["before"] == update["after"]
+        after = end["after"]
+        assert after["id"].startswith("front_door-1-") and after["camera"] == "front door"
+        assert after["peak_score"] == 9.5 and after["peak_frame"] == 12
+        assert after["end_time"] - after["start_time"] == pytest.approx(2.0)
+        assert new["after"]["end_time"] is None and after["has_snapshot"] is True
+        assert after["thumbnail"] == "/out/event_001.jpg" and after["clip"] is None
+        # The snapshot is the peak frame (grey level 200), as a JPEG.
+        snapshot = subscriber.wait_for("videvent/front_door/snapshot").payload
+        picture = cv2.imdecode(np.frombuffer(snapshot, np.uint8), cv2.IMREAD_COLOR)
+        assert picture.shape == (48, 64, 3) and abs(float(picture.mean()) - 200) < 3
+        subscriber.wait_for("videvent/front_door/status", lambda p: p == b"finished")
+        # A subscriber that comes later gets the retained status and snapshot.
+        late = Subscriber(broker.port)
+        try:
+            status = late.wait_for("videvent/front_door/status")
+            assert status.payload == b"finished" and status.retain
+            assert late.wait_for("videvent/front_door/snapshot").payload == snapshot
+            detail = json.loads(late.wait_for("videvent/front_door/status/detail").payload)
+            assert detail["status"] == "finished"
+        finally:
+            late.close()
+    finally:
+        sink.close()
+    assert subscriber.wait_for("videvent/available", lambda p: p == b"offline")
+    subscriber.close()
+
+
+@needs_broker
+def test_a_broker_down_at_start_or_restarted_never_holds_up_the_sink(broker):
+    # The broker is not there yet: the sink starts anyway, without waiting for it.
+    began = time.monotonic()
+    sink = MqttSink.connect(f"127.0.0.1:{broker.port}", "yard")
+    assert time.monotonic() - began < QUICK_S
+    try:
+        timed(sink.on_start, types.SimpleNamespace(camera="yard", threshold=7.0))
+        timed(sink.on_status, "connected", {})
+        broker.start()
+        subscriber = Subscriber(broker.port)
+        subscriber.wait_for("videvent/yard/status", lambda p: p == b"connected")
+        timed(sink.on_frame, *a_frame(5, 8.0, 120), 1)
+        timed(sink.on_event_start, an_event(peak=8.0, peak_frame=5))
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "new")
+
+        broker.stop()
+        deadline = time.monotonic() + PATIENCE_S
+        while sink.publisher.connected:
+            assert time.monotonic() < deadline, "the sink never noticed the broker had gone"
+            time.sleep(0.05)
+        # While the broker is away every call returns at once; the messages wait.
+        for index in range(6, 40):
+            timed(sink.on_frame, *a_frame(index, 8.5, 130), 1)
+        timed(sink.on_event_end, an_event(peak=8.5, peak_frame=6), {})
+        timed(sink.on_status, "lost", {"reason": "test"})
+
+        broker.start()
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "end")
+        subscriber.wait_for("videvent/yard/status", lambda p: p == b"lost")
+        timed(sink.on_status, "back", {})
+        subscriber.wait_for("videvent/yard/status", lambda p: p == b"back")
+        # The broker kept nothing (no persistence): the sink gave back its retained messages.
+        late = Subscriber(broker.port)
+        try:
+            assert late.wait_for("videvent/yard/status", lambda p: p == b"back").retain
+            assert late.wait_for("videvent/available").payload == b"online"
+        finally:
+            late.close()
+        subscriber.close()
+    finally:
+        sink.close()

@@ -1,0 +1,184 @@
+"""Regions and masks (issue 14): DVR-Scan's polygon form and region files, one-line errors, the
+mask, and the guarantee that outside the watched area nothing raises the score or draws a box,
+on a synthetic garden with a distraction outside the region and a person walking inside it."""
+
+import cv2
+import numpy as np
+import pytest
+
+from videvent import synthetic
+from videvent.pipeline import build_detector, build_segmenter
+from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
+from videvent.regions import (RegionError, Regions, load_region_file, parse_polygon,
+                              save_region_file)
+from videvent.settings import Settings
+
+LEFT_PART = ((0, 0), (175, 0), (175, 239), (0, 239))   # of the 320x240 garden
+
+
+# -- the polygon form and region files --------------------------------------------------------
+@pytest.mark.parametrize("given", ["10 20 30 40 50 60", ["10", "20", "30", "40", "50", "60"],
+                                   "(10,20) (30,40) (50,60)", "10, 20, 30, 40, 50, 60",
+                                   [10, 20, 30, 40, 50, 60], [[10, 20], [30, 40], [50, 60]]])
+def test_a_polygon_is_x_y_pairs_in_any_of_dvr_scans_spellings(given):
+    assert parse_polygon(given) == ((10, 20), (30, 40), (50, 60))
+
+
+@pytest.mark.parametrize("given, problem", [
+    ("10 20 30 40", "2 points, a region needs at least 3"),
+    ("10 20 30 40 50", "5 numbers is not a list of x y pairs"),
+    ("10 20 30 forty 50 60", "'forty' is not a whole number"),
+    ("", "0 points"),
+])
+def test_a_bad_polygon_is_a_one_line_error_naming_it(given, problem):
+    with pytest.raises(RegionError) as error:
+        Regions.from_options(add_region=["0 0 5 0 5 5", given])
+    message = str(error.value)
+    assert message.startswith("region 2: ") and problem in message and "\n" not in message
+
+
+def test_region_file_round_trip_skips_comments_and_blank_lines(tmp_path):
+    path = tmp_path / "regions.txt"
+    path.write_text("# the lawn\n\n10 20 30 40 50 60\n  0 0 100 0 100 50 0 50  \n")
+    polygons = load_region_file(path)
+    assert polygons == [((10, 20), (30, 40), (50, 60)), ((0, 0), (100, 0), (100, 50), (0, 50))]
+    saved = tmp_path / "saved.txt"
+    save_region_file(saved, polygons)
+    assert saved.read_text() == "10 20 30 40 50 60\n0 0 100 0 100 50 0 50\n"
+    assert load_region_file(saved) == polygons
+    assert [p.name for p in tmp_path.iterdir()] and not list(tmp_path.glob(".*tmp"))
+
+
+def test_region_file_errors_name_the_file_and_line(tmp_path):
+    path = tmp_path / "regions.txt"
+    path.write_text("10 20 30 40 50 60\n1 2 3\n")
+    with pytest.raises(RegionError, match=r"regions.txt, line 2: 3 numbers"):
+        Regions.from_options(load_region=[path])
+    with pytest.raises(RegionError, match=r"cannot be read"):
+        load_region_file(tmp_path / "missing.txt")
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    with pytest.raises(RegionError, match=r"holds no polygon"):
+        load_region_file(tmp_path / "empty.txt")
+
+
+def test_a_region_outside_the_frame_is_an_error_naming_the_point():
+    regions = Regions.from_options(add_region=["0 0 319 0 319 239"],
+                                   ignore_region=["300 10 320 10 300 30"])
+    regions.check(321, 240)
+    with pytest.raises(RegionError, match=r"^mask 1: point \(320, 10\) is outside the 320x240"):
+        regions.check(320, 240)
+    with pytest.raises(RegionError, match="nothing left to watch"):
+        Regions(ignore=(((0, 0), (99, 0), (99, 99), (0, 99)),)).check(100, 100)
+
+
+def test_mask_is_the_watched_regions_minus_the_ignored_ones_at_any_size():
+    regions = Regions(watch=(((0, 0), (99, 0), (99, 49), (0, 49)),),      # top half
+                      ignore=(((0, 0), (49, 0), (49, 49), (0, 49)),))      # its left half
+    mask = regions.mask((100, 100))
+    assert mask.shape == (100, 100) and mask.dtype == bool
+    assert mask[:50, 50:].all() and not mask[:50, :50].any() and not mask[50:].any()
+    small = regions.mask((100, 100), (10, 20))
+    assert small.shape == (20, 10) and small[:10, 5:].all() and not small[10:].any()
+    assert Regions().mask((4, 3)).all()
+
+
+def test_regions_are_drawn_on_pictures_of_any_size():
+    regions = Regions(watch=(LEFT_PART,), ignore=(((200, 20), (300, 20), (300, 80)),))
+    picture = np.zeros((120, 160, 3), np.uint8)                # half the source size
+    regions.draw(picture, (320, 240))
+    green = (picture[..., 1] > 100) & (picture[..., 2] < 50)
+    red = (picture[..., 2] > 100) & (picture[..., 1] < 50)
+    assert green[:, 85:90].any() and not green[:, 95:].any()   # the edge at x 175 -> 87
+    assert red[:, 100:151].any() and not red[:, :95].any()
+
+
+# -- the preprocessor ---------------------------------------------------------------------------
+def test_without_regions_the_preprocessor_is_unchanged():
+    picture = synthetic.walker_scene().frame(200)
+    plain = Preprocessor(160, 120)(picture)
+    expected = cv2.resize(cv2.cvtColor(picture, cv2.COLOR_BGR2GRAY), (160, 120),
+                          interpolation=cv2.INTER_AREA).astype(np.float32).ravel()
+    assert np.array_equal(plain, expected)
+    assert np.array_equal(Preprocessor(160, 120, regions=Regions())(picture), expected)
+
+
+def test_outside_the_region_the_detector_sees_zeros_and_health_reads_the_region():
+    regions = Regions(watch=(LEFT_PART,))
+    preprocess = Preprocessor(160, 120, regions=regions, source_size=(320, 240))
+    picture = synthetic.walker_scene().frame(0)
+    vector = preprocess(picture).reshape(120, 160)
+    assert not vector[:, 88:].any() and vector[:, :87].all()
+    # A flat grey picture is blank inside the region although the zeros around it make contrast.
+    grey = preprocess(np.full((240, 320, 3), 128, np.uint8))
+    assert frame_health(grey, None) == OK
+    assert frame_health(grey, None, preprocess.watched) == BLANK
+    colour = Preprocessor(160, 120, colour=True, regions=regions, source_size=(320, 240))
+    assert not colour(picture).reshape(120, 160, 3)[:, 88:].any()
+    assert np.array_equal(colour.watched, np.repeat(preprocess.watched, 3))
+
+
+def test_a_light_switched_inside_the_region_steps_the_brightness_as_much():
+    """The brightness-step score reads the log of the frame's mean: the zeros outside scale
+    the mean by a fixed share, so halving the light inside still steps it by log 2."""
+    preprocess = Preprocessor(160, 120, regions=Regions(watch=(LEFT_PART,)),
+                              source_size=(320, 240))
+    picture = synthetic.walker_scene(noise_sigma=0).frame(0)
+    dimmed = (picture // 2).astype(np.uint8)
+    step = np.log(preprocess(picture).mean()) - np.log(preprocess(dimmed).mean())
+    assert step == pytest.approx(np.log(2), abs=0.01)
+
+
+# -- the guarantee, end to end ------------------------------------------------------------------
+FIRST, LAST = 120, 245      # the walker crosses the garden about frames 180..230
+
+
+@pytest.fixture(scope="module")
+def distracted_garden():
+    """The walker garden with a white square jumping about the right part of the picture,
+    outside ``LEFT_PART``, every four frames: a distraction in view all the time."""
+    clip = synthetic.walker_scene()
+    spots = np.random.default_rng(5).integers([200, 10], [300, 200], size=(clip.frame_count, 2))
+    frames, walker_inside = [], []
+    inside = Regions(watch=(LEFT_PART,)).mask(clip.size)
+    for index in range(FIRST, LAST + 1):
+        picture = clip.frame(index)
+        walker_inside.append(bool((picture != clip.background_frame(index))[inside].any()))
+        x, y = (int(v) for v in spots[index // 4])
+        cv2.rectangle(picture, (x, y), (x + 16, y + 16), (255, 255, 255), -1)
+        frames.append(picture)
+    return clip, frames, np.array(walker_inside)
+
+
+def detect(clip, frames, regions):
+    """Frames -> Preprocessor -> detector -> segmenter, as a run does: (flagged frame
+    indices, events, the largest residual outside the watched area)."""
+    settings = Settings()
+    width, height = working_size(*clip.size, max_side=settings.working_size)
+    preprocess = Preprocessor(width, height, regions=regions, source_size=clip.size)
+    detector = build_detector(settings, (height, width), clip.fps)
+    segmenter = build_segmenter(settings, clip.fps)
+    outside = (np.zeros((height, width), bool) if preprocess.watched is None
+               else ~preprocess.watched.reshape(height, width))
+    flagged, previous, leak = [], None, 0.0
+    for index, picture in enumerate(frames, start=FIRST):
+        vector = preprocess(picture)
+        verdict = detector.process_frame(index, index / clip.fps, vector,
+                                         frame_health(vector, previous, preprocess.watched),
+                                         explain=True)
+        previous = vector
+        leak = max(leak, float(np.abs(verdict.residual_image[outside]).max(initial=0.0)))
+        flagged += [d.index for d in segmenter.update(index, verdict.time_s, verdict.score)
+                    if d.flagged]
+    flagged += [d.index for d in segmenter.finish() if d.flagged]
+    return np.array(flagged, int), segmenter.events, leak
+
+
+def test_outside_the_region_nothing_is_flagged_and_the_event_inside_is_found(distracted_garden):
+    clip, frames, walker_inside = distracted_garden
+    flagged, events, leak = detect(clip, frames, Regions(watch=(LEFT_PART,)))
+    assert len(events) == 1 and walker_inside[events[0].peak_frame - FIRST]
+    assert walker_inside[flagged - FIRST].all()        # every flagged frame shows the walker
+    assert leak == 0.0                                 # so no box can be drawn outside
+    # Without the region the distraction is flagged, away from the walker too.
+    flagged, events, _ = detect(clip, frames, None)
+    assert (~walker_inside[flagged - FIRST]).sum() > 10 and len(events) > 1

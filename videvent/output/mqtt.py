@@ -1,0 +1,332 @@
+"""MQTT: events, camera status and snapshots for Home Assistant and the like (``--mqtt HOST[:PORT]``).
+
+Topic layout (prefix ``videvent`` by default; ``<camera>`` is the camera's name with anything
+but letters, digits, ``-`` and ``_`` turned into ``_``). It follows Frigate's where it fits,
+since that is what Home Assistant users know:
+
+``<prefix>/available``
+    ``online`` once connected, ``offline`` on a clean stop or, as the broker's last will,
+    when the connection dies. Retained.
+``<prefix>/events``
+    One JSON message per change of an event, as Frigate's ``frigate/events``:
+    ``{"type": "new" | "update" | "end", "before": {...}, "after": {...}}``; ``before`` is the
+    event as last published (the same as ``after`` for ``new``). The event fields: ``id``
+    (``<camera>-<number>-<start time>``, unique across restarts), ``camera``, ``number``,
+    ``start_time`` and ``end_time`` (Unix times, as Frigate's; ``end_time`` is null until the
+    end), ``start_time_s`` and ``end_time_s`` (seconds into the source), ``start_timecode``,
+    ``peak_score``, ``peak_frame``, ``absorbed``, ``has_snapshot``, ``thumbnail`` and ``clip``
+    (paths of the files written for it, or null). Updates come when the peak grows, at most
+    one a second per event.
+``<prefix>/<camera>/status``
+    ``connected``, ``lost``, ``back``, ``stalled`` or ``finished``. Retained.
+``<prefix>/<camera>/status/detail``
+    The same status as JSON, with what the front end said about it. Retained.
+``<prefix>/<camera>/snapshot``
+    JPEG of the open event's peak frame, at its start and again at its end. Retained.
+``<prefix>/<camera>/stats``
+    ``{"fps", "dropped", "latency_ms"}`` about once a second (live front ends).
+
+Nothing here ever blocks the caller for long: messages go into a bounded queue (the oldest is
+dropped when it is full) that a thread of its own hands to paho-mqtt while connected; paho's
+own thread connects, reconnects with back-off, and sends. The retained messages are sent again
+after every reconnection, so a broker that restarted without persistence has them back.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+import cv2
+import numpy as np
+import paho.mqtt.client as paho
+
+DEFAULT_PORT = 1883
+DEFAULT_PREFIX = "videvent"
+QUEUE_LENGTH = 500                       # messages waiting for the broker before the oldest go
+KEEPALIVE_S = 30
+RECONNECT_DELAY_S = (1, 10)              # paho's back-off: first and longest wait
+UPDATE_EVERY_S = 1.0                     # at most one "update" a second per event
+SNAPSHOT_JPEG_QUALITY = 85
+ONLINE, OFFLINE = "online", "offline"
+STATUSES = ("connected", "lost", "back", "stalled", "finished")
+_NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9_-]+")
+
+Payload = bytes | str | Callable[[], bytes]
+
+
+def parse_mqtt_address(text: str) -> tuple[str, int]:
+    """``HOST[:PORT]`` (``[v6 address]:PORT`` too) -> (host, port); ValueError with a one-line
+    message when it is not one."""
+    text = text.strip()
+    host, port = text, DEFAULT_PORT
+    match = re.fullmatch(r"\[([^\]]+)\](?::(.*))?", text)
+    if match:
+        host, port_text = match.group(1), match.group(2)
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:
+        port_text = None
+    if port_text is not None:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"--mqtt {text!r}: the port must be a number from 1 to 65535")
+        port = int(port_text)
+    if not host or any(c.isspace() or c in "/?#@" for c in host):
+        raise ValueError(f"--mqtt {text!r}: expected HOST or HOST:PORT (e.g. localhost:1883)")
+    return host, port
+
+
+def topic_name(name: str) -> str:
+    """A camera name as one level of a topic (no '/', '+', '#' or spaces)."""
+    return _NOT_IN_TOPIC.sub("_", name).strip("_") or "camera"
+
+
+class Sink:
+    """The session's sink interface, with every method a no-op: mirrors ``session.Sink``."""
+
+    def on_start(self, info) -> None: ...
+    def on_frame(self, frame, score, event_number) -> None: ...
+    def on_event_start(self, event) -> None: ...
+    def on_event_update(self, event) -> None: ...
+    def on_event_end(self, event, files: dict[str, str]) -> None: ...
+    def on_status(self, status: str, detail: dict) -> None: ...
+    def close(self) -> None: ...
+
+
+class MqttPublisher:
+    """One connection to a broker, shared by the cameras of a process.
+
+    ``publish`` only queues; a thread sends while connected. ``dropped`` counts the messages
+    the full queue pushed out (or paho refused).
+    """
+
+    def __init__(self, host: str, port: int = DEFAULT_PORT, *, prefix: str = DEFAULT_PREFIX,
+                 client_id: str | None = None, queue_length: int = QUEUE_LENGTH,
+                 keepalive: int = KEEPALIVE_S):
+        self.prefix = prefix.strip("/") or DEFAULT_PREFIX
+        self.host, self.port = host, port
+        self.dropped = 0
+        self._queue: collections.deque = collections.deque(maxlen=queue_length)
+        self._retained: dict[str, Payload] = {}       # sent again after every reconnection
+        self._wake = threading.Condition()
+        self._connected = False
+        self._closing = False
+        self._last_sent: paho.MQTTMessageInfo | None = None
+        self._client = paho.Client(paho.CallbackAPIVersion.VERSION2,
+                                   client_id=client_id or f"videvent-{uuid.uuid4().hex[:12]}")
+        self._client.will_set(self.topic("available"), OFFLINE, qos=1, retain=True)
+        self._client.reconnect_delay_set(*RECONNECT_DELAY_S)
+        self._client.max_queued_messages_set(queue_length)
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        # connect_async: the first connection too is made on paho's thread, so a broker that is
+        # down or slow to answer never holds up the start of a session.
+        self._client.connect_async(host, port, keepalive)
+        self._client.loop_start()
+        self._sender = threading.Thread(target=self._send, name="videvent-mqtt", daemon=True)
+        self._sender.start()
+
+    def topic(self, *levels: str) -> str:
+        return "/".join((self.prefix, *levels))
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    def publish(self, topic: str, payload: Payload, *, retain: bool = False) -> None:
+        """Queue a message (``payload`` may be a function making it, called on the sending
+        thread: a JPEG is encoded there, not on the caller's)."""
+        with self._wake:
+            if retain:
+                self._retained[topic] = payload
+            if len(self._queue) == self._queue.maxlen:
+                self.dropped += 1
+            self._queue.append((topic, payload, retain))
+            self._wake.notify()
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Say ``offline``, send what is queued if connected (waiting ``timeout`` at most),
+        then disconnect."""
+        self.publish(self.topic("available"), OFFLINE, retain=True)
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        deadline = time.monotonic() + timeout
+        self._sender.join(timeout)
+        if self._last_sent is not None and self._connected:
+            # What paho holds is written by its own thread: let it go before the DISCONNECT.
+            self._last_sent.wait_for_publish(max(0.0, deadline - time.monotonic()))
+        self._client.disconnect()
+        self._client.loop_stop()
+
+    # -- paho's thread -----------------------------------------------------------------------
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        if reason_code.is_failure:
+            return
+        with self._wake:
+            self._connected = True
+            available = self.topic("available")
+            pending = {topic for topic, _, _ in self._queue}
+            again = [(topic, payload, True) for topic, payload in self._retained.items()
+                     if topic != available and topic not in pending]
+            self._queue.extendleft(reversed(again))
+            self._queue.appendleft((available, ONLINE, True))
+            self._wake.notify()
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        with self._wake:
+            self._connected = False
+
+    # -- the sending thread ------------------------------------------------------------------
+    def _send(self) -> None:
+        while True:
+            with self._wake:
+                while not (self._queue and self._connected) and not self._closing:
+                    self._wake.wait()
+                if not (self._queue and self._connected):
+                    return                             # closing, and nothing can go
+                topic, payload, retain = self._queue.popleft()
+            try:
+                if callable(payload):
+                    payload = payload()
+                # QoS 1: paho sends again what the broker had not acknowledged when it was lost.
+                self._last_sent = self._client.publish(topic, payload, qos=1, retain=retain)
+                sent = self._last_sent.rc != paho.MQTT_ERR_QUEUE_SIZE
+            except ValueError:                         # a picture that would not encode
+                sent = False
+            if not sent:
+                with self._wake:
+                    self.dropped += 1
+
+
+class MqttSink(Sink):
+    """Publishes one camera's events, status, snapshots and stats (layout: module docstring).
+
+    ``publisher``: the shared connection (``MqttSink.connect`` makes one this sink owns and
+    closes). ``camera``: the name in topics and ids; by default the session's camera name.
+    """
+
+    def __init__(self, publisher: MqttPublisher, camera: str | None = None, *,
+                 owns_publisher: bool = False):
+        self.publisher = publisher
+        self.camera = camera
+        self._owns_publisher = owns_publisher
+        self._clock_offset: float | None = None        # Unix time - source time
+        self._published: dict[int, dict] = {}          # open events, as last published
+        self._last_update: dict[int, float] = {}
+        self._threshold = float("inf")
+        self._peak: tuple[float, np.ndarray] | None = None   # the coming event's best picture
+        self._snapshot_of_peak = False
+
+    @classmethod
+    def connect(cls, address: str, camera: str | None = None, *,
+                prefix: str = DEFAULT_PREFIX) -> "MqttSink":
+        """A sink with a connection of its own to ``HOST[:PORT]`` (ValueError if malformed)."""
+        host, port = parse_mqtt_address(address)
+        return cls(MqttPublisher(host, port, prefix=prefix), camera, owns_publisher=True)
+
+    def _topic(self, *levels: str) -> str:
+        return self.publisher.topic(topic_name(self.camera or "camera"), *levels)
+
+    # -- the session's calls -----------------------------------------------------------------
+    def on_start(self, info) -> None:
+        if self.camera is None:
+            self.camera = str(getattr(info, "camera", None) or getattr(info, "name", "camera"))
+        self._threshold = float(getattr(info, "threshold", self._threshold))
+
+    def on_frame(self, frame, score, event_number) -> None:
+        if self._clock_offset is None:
+            self._clock_offset = time.time() - frame.time_s
+        if event_number is None and score.score < self._threshold:
+            if not self._published:
+                self._peak = None                      # what rose above it came to nothing
+            return
+        # Frames above the threshold before the segmenter confirms an event are its start.
+        picture = frame.colour if getattr(frame, "colour", None) is not None else frame.image
+        if picture is not None and (self._peak is None or score.score > self._peak[0]):
+            # A copy: a source may decode the next frame into the same buffer.
+            self._peak = (score.score, picture.copy())
+            self._snapshot_of_peak = False
+
+    def on_event_start(self, event) -> None:
+        after = self._describe(event, ended=False, files={})
+        self._publish_event("new", after, after)
+        self._publish_snapshot()
+
+    def on_event_update(self, event) -> None:
+        now = time.monotonic()
+        if now - self._last_update.get(event.number, -UPDATE_EVERY_S) < UPDATE_EVERY_S:
+            return
+        self._last_update[event.number] = now
+        before = self._published.get(event.number)
+        after = self._describe(event, ended=False, files={})
+        self._publish_event("update", before or after, after)
+
+    def on_event_end(self, event, files: dict[str, str]) -> None:
+        if not self._snapshot_of_peak:
+            self._publish_snapshot()
+        before = self._published.pop(event.number, None)
+        self._last_update.pop(event.number, None)
+        after = self._describe(event, ended=True, files=files)
+        self._publish_event("end", before or after, after)
+        self._peak = None
+
+    def on_status(self, status: str, detail: dict) -> None:
+        self.publisher.publish(self._topic("status"), status, retain=True)
+        message = {"status": status, "time": time.time(), **(detail or {})}
+        self.publisher.publish(self._topic("status", "detail"),
+                               json.dumps(message, default=str), retain=True)
+
+    def on_stats(self, stats: dict) -> None:
+        self.publisher.publish(self._topic("stats"), json.dumps(stats, default=str))
+
+    def close(self) -> None:
+        if self._owns_publisher:
+            self.publisher.close()
+
+    # -- messages ----------------------------------------------------------------------------
+    def _describe(self, event, *, ended: bool, files: dict[str, str]) -> dict[str, Any]:
+        offset = self._clock_offset if self._clock_offset is not None else 0.0
+        camera = self.camera or "camera"
+        start = offset + event.start_time_s
+        return {
+            "id": f"{topic_name(camera)}-{event.number}-{start:.3f}",
+            "camera": camera,
+            "number": event.number,
+            "start_time": start,
+            "end_time": offset + event.end_time_s if ended else None,
+            "start_time_s": event.start_time_s,
+            "end_time_s": event.end_time_s if ended else None,
+            "start_timecode": event.to_dict()["start_timecode"],
+            "peak_score": float(event.peak_score),
+            "peak_frame": int(event.peak_frame),
+            "absorbed": bool(event.absorbed),
+            "has_snapshot": self._peak is not None,
+            "thumbnail": files.get("thumbnail"),
+            "clip": files.get("clip"),
+        }
+
+    def _publish_event(self, kind: str, before: dict, after: dict) -> None:
+        if kind != "end":
+            self._published[after["number"]] = after
+        self.publisher.publish(self.publisher.topic("events"),
+                               json.dumps({"type": kind, "before": before, "after": after}))
+
+    def _publish_snapshot(self) -> None:
+        if self._peak is None:
+            return
+        picture = self._peak[1]
+        self._snapshot_of_peak = True
+        self.publisher.publish(self._topic("snapshot"), lambda: _jpeg(picture), retain=True)
+
+
+def _jpeg(picture: np.ndarray) -> bytes:
+    ok, encoded = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, SNAPSHOT_JPEG_QUALITY])
+    if not ok:
+        raise ValueError("the snapshot could not be encoded as JPEG")
+    return encoded.tobytes()

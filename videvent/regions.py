@@ -1,0 +1,198 @@
+"""Regions to watch and masks to ignore: parsing, region files, validation, masks, drawing.
+
+A polygon is a list of (x, y) points in pixels of the source picture, DVR-Scan's convention:
+0 0 is the top left pixel, WIDTH-1 HEIGHT-1 the bottom right, and a polygon has 3 points or
+more. ``-a/--add-region X0 Y0 X1 Y1 X2 Y2 ...`` gives one polygon (the flag may be repeated);
+a region file (``-R/--load-region``) holds one polygon a line in the same form, blank lines and
+lines starting with ``#`` ignored. Commas and brackets between the numbers are accepted, as
+DVR-Scan accepts them, so ``(10,20) (30,40) (50,60)`` is the same polygon.
+
+What the detector watches is the union of the watch regions (the whole picture when there
+are none) minus the union of the ignore masks. ``Regions.mask`` rasterises that at the source
+size and resizes it, nearest neighbour, to any size asked for (the detector's working size, a
+thumbnail's); ``Regions.draw`` outlines both on a picture.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import cv2
+import numpy as np
+
+Point = tuple[int, int]
+Polygon = tuple[Point, ...]
+
+# Outline colours (BGR): watched areas green, ignored ones red, as most NVRs draw them.
+WATCH_COLOUR = (0, 200, 0)
+IGNORE_COLOUR = (0, 0, 230)
+# Anything in a polygon's text that is not a number separates numbers.
+_SEPARATORS = re.compile(r"[\s,;()\[\]]+")
+_POINTS_FORM = "X0 Y0 X1 Y1 X2 Y2 ..."
+
+
+class RegionError(ValueError):
+    """A polygon that cannot be used; the message is one line naming it and the problem."""
+
+
+def parse_polygon(text: str | Sequence, name: str = "region") -> Polygon:
+    """One polygon from ``"X0 Y0 X1 Y1 X2 Y2 ..."``, or the same numbers as separate
+    arguments (as a shell splits ``-a 10 20 30 40 50 60``), or a list of numbers or of [x, y]
+    pairs (as a TOML config file gives them)."""
+    if not isinstance(text, str):
+        text = " ".join(map(str, text))
+    tokens = [token for token in _SEPARATORS.split(text) if token]
+    try:
+        numbers = [int(token) for token in tokens]
+    except ValueError:
+        bad = next(token for token in tokens if not _is_int(token))
+        raise RegionError(f"{name}: {bad!r} is not a whole number of pixels "
+                          f"(expected {_POINTS_FORM})") from None
+    if len(numbers) % 2:
+        raise RegionError(f"{name}: {len(numbers)} numbers is not a list of x y pairs "
+                          f"(expected {_POINTS_FORM})")
+    points = tuple(zip(numbers[0::2], numbers[1::2]))
+    if len(points) < 3:
+        raise RegionError(f"{name}: {len(points)} point{'s' if len(points) != 1 else ''}, "
+                          f"a region needs at least 3 ({_POINTS_FORM})")
+    return points
+
+
+def _is_int(token: str) -> bool:
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
+
+
+def format_polygon(polygon: Polygon) -> str:
+    """The ``X0 Y0 X1 Y1 ...`` form of a polygon (a line of a region file)."""
+    return " ".join(f"{x} {y}" for x, y in polygon)
+
+
+def load_region_file(path: str | os.PathLike) -> list[Polygon]:
+    """The polygons of a region file; RegionError (one line) if it cannot be read or a line is
+    not a polygon, naming the file and the line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise RegionError(f"region file {str(path)!r}: cannot be read ({reason})") from None
+    polygons = []
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            polygons.append(parse_polygon(line, f"{path}, line {number}"))
+    if not polygons:
+        raise RegionError(f"region file {str(path)!r}: holds no polygon")
+    return polygons
+
+
+def save_region_file(path: str | os.PathLike, polygons: Iterable[Polygon]) -> None:
+    """Write one polygon a line, to a temporary name in the same folder then renamed, so a
+    reader (or a crash) never sees half a file."""
+    path = Path(path)
+    text = "".join(format_polygon(polygon) + "\n" for polygon in polygons)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                             dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def check_polygon(polygon: Polygon, width: int, height: int, name: str = "region") -> None:
+    """RegionError unless ``polygon`` has 3 points or more, all inside a width x height
+    picture (0..width-1, 0..height-1)."""
+    if len(polygon) < 3:
+        raise RegionError(f"{name}: {len(polygon)} points, a region needs at least 3")
+    for x, y in polygon:
+        if not (0 <= x < width and 0 <= y < height):
+            raise RegionError(f"{name}: point ({x}, {y}) is outside the {width}x{height} frame "
+                              f"(x 0..{width - 1}, y 0..{height - 1})")
+
+
+@dataclass(frozen=True)
+class Regions:
+    """Where the detector looks: the watch regions (none: the whole picture) minus the ignore
+    masks, in pixels of a ``width`` x ``height`` source picture (``check`` verifies that)."""
+
+    watch: tuple[Polygon, ...] = ()
+    ignore: tuple[Polygon, ...] = ()
+    _masks: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def from_options(cls, add_region: Iterable[str | Sequence] = (),
+                     load_region: Iterable[str | os.PathLike] = (),
+                     ignore_region: Iterable[str | Sequence] = (),
+                     ignore_file: Iterable[str | os.PathLike] = ()) -> "Regions":
+        """Regions from the command line's ``-a`` texts and ``-R`` files (watch) and the mask
+        options' texts and files (ignore); RegionError on any bad one."""
+        watch = [parse_polygon(text, f"region {n}") for n, text in enumerate(add_region, 1)]
+        ignore = [parse_polygon(text, f"mask {n}") for n, text in enumerate(ignore_region, 1)]
+        for path in load_region:
+            watch += load_region_file(path)
+        for path in ignore_file:
+            ignore += load_region_file(path)
+        return cls(tuple(watch), tuple(ignore))
+
+    def __bool__(self) -> bool:
+        return bool(self.watch or self.ignore)
+
+    def check(self, width: int, height: int) -> None:
+        """RegionError (one line, naming the polygon) unless every polygon fits the frame and
+        the masks leave some of the regions to watch."""
+        for kind, polygons in (("region", self.watch), ("mask", self.ignore)):
+            for number, polygon in enumerate(polygons, start=1):
+                check_polygon(polygon, width, height, f"{kind} {number}")
+        if not self.mask((width, height)).any():
+            raise RegionError("the masks cover all of the regions: nothing left to watch")
+
+    def mask(self, source_size: tuple[int, int], size: tuple[int, int] | None = None
+             ) -> np.ndarray:
+        """Boolean (height, width) array, True where the detector looks: filled at the source
+        size ``(width, height)``, then resized nearest-neighbour to ``size`` (width, height)."""
+        key = (tuple(source_size), tuple(size or source_size))
+        if key not in self._masks:
+            width, height = source_size
+            watched = np.zeros((height, width), np.uint8)
+            if self.watch:
+                cv2.fillPoly(watched, _contours(self.watch), 1)
+            else:
+                watched[:] = 1
+            if self.ignore:
+                cv2.fillPoly(watched, _contours(self.ignore), 0)
+            if size is not None and tuple(size) != (width, height):
+                watched = cv2.resize(watched, tuple(size), interpolation=cv2.INTER_NEAREST)
+            watched = watched.astype(bool)
+            watched.flags.writeable = False  # shared by every caller of the same size
+            self._masks[key] = watched
+        return self._masks[key]
+
+    def draw(self, picture: np.ndarray, source_size: tuple[int, int], *,
+             thickness: int | None = None) -> np.ndarray:
+        """Outline the watch regions (green) and ignore masks (red) on a BGR ``picture`` (in
+        place, and returned), scaling from the source size to the picture's."""
+        height, width = picture.shape[:2]
+        scale = (width / source_size[0], height / source_size[1])
+        line = thickness or max(1, round(max(width, height) / 400))
+        for polygons, colour in ((self.watch, WATCH_COLOUR), (self.ignore, IGNORE_COLOUR)):
+            if polygons:
+                cv2.polylines(picture, _contours(polygons, scale), True, colour, line,
+                              cv2.LINE_AA)
+        return picture
+
+
+def _contours(polygons: Iterable[Polygon], scale: tuple[float, float] = (1.0, 1.0)):
+    return [np.round(np.asarray(polygon, np.float64) * scale).astype(np.int32).reshape(-1, 1, 2)
+            for polygon in polygons]
