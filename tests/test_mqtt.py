@@ -34,8 +34,10 @@ class Broker:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.config = folder / "mosquitto.conf"
+        # Persistence keeps a subscriber's session over a restart, so what the sink sends while
+        # the subscriber is still reconnecting waits for it (else the test would race).
         self.config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
-                               "persistence false\n")
+                               f"persistence true\npersistence_location {folder}/\n")
         self.process = None
 
     def start(self):
@@ -67,10 +69,12 @@ def broker(tmp_path):
 class Subscriber:
     """A paho client that records every message under ``videvent/#``."""
 
-    def __init__(self, port):
+    def __init__(self, port, session=None):
+        """``session``: a client id whose session the broker keeps while it is away."""
         self.messages = []
         self.arrived = threading.Condition()
-        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2)
+        self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=session or "",
+                                  clean_session=session is None)
         self.client.on_connect = lambda client, *_: client.subscribe("videvent/#", qos=1)
         self.client.on_message = self._record
         self.client.reconnect_delay_set(1, 2)
@@ -190,7 +194,7 @@ def test_a_broker_down_at_start_or_restarted_never_holds_up_the_sink(broker):
         timed(sink.on_start, types.SimpleNamespace(camera="yard", threshold=7.0))
         timed(sink.on_status, "connected", {})
         broker.start()
-        subscriber = Subscriber(broker.port)
+        subscriber = Subscriber(broker.port, session="test-subscriber")
         subscriber.wait_for("videvent/yard/status", lambda p: p == b"connected")
         timed(sink.on_frame, *a_frame(5, 8.0, 120), 1)
         timed(sink.on_event_start, an_event(peak=8.0, peak_frame=5))
@@ -212,7 +216,7 @@ def test_a_broker_down_at_start_or_restarted_never_holds_up_the_sink(broker):
         subscriber.wait_for("videvent/yard/status", lambda p: p == b"lost")
         timed(sink.on_status, "back", {})
         subscriber.wait_for("videvent/yard/status", lambda p: p == b"back")
-        # The broker kept nothing (no persistence): the sink gave back its retained messages.
+        # A subscriber that comes later gets the retained status and availability.
         late = Subscriber(broker.port)
         try:
             assert late.wait_for("videvent/yard/status", lambda p: p == b"back").retain
