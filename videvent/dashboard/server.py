@@ -343,10 +343,11 @@ class Dashboard:
             "Cache-Control": "no-store"})
         await response.prepare(request)
         shown = -1
+        part = b"--frame\r\nContent-Type: image/jpeg\r\n\r\n"
         try:
-            # Each part is followed at once by the next boundary: browsers show a part when
-            # they see the boundary after it, not a frame late.
-            await response.write(b"--frame\r\n")
+            # Each picture is followed at once by the next part's boundary and headers:
+            # browsers show a picture only once they have read those, not a frame late.
+            await response.write(part)
             while not self._closing:
                 waiter = self._picture_waiters.get(camera.index)
                 if waiter is None:
@@ -356,8 +357,7 @@ class Dashboard:
                     picture, count = camera.picture, camera.pictures_encoded
                 if picture is not None and count != shown:
                     shown = count
-                    await response.write(b"Content-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
-                                         % len(picture) + picture + b"\r\n--frame\r\n")
+                    await response.write(picture + b"\r\n" + part)
                     continue
                 # Shielded: one page leaving must not cancel the wait of the others.
                 await asyncio.shield(waiter)
