@@ -181,6 +181,13 @@ def card(number: int) -> str:
     return f'.camera[data-camera="{number}"]'
 
 
+def open_live(page, url: str) -> None:
+    """Open the page and wait until it follows the update stream."""
+    page.goto(url)
+    page.wait_for_function("document.getElementById('connection').textContent === 'live'",
+                           timeout=WAIT_MS)
+
+
 def points(page, camera: int) -> int:
     return int(page.get_attribute(card(camera), "data-points") or 0)
 
@@ -222,7 +229,7 @@ def test_the_event_shows_with_its_clip_which_plays_and_survives_a_reload(served,
 
 def test_a_lost_camera_shows_lost_while_the_other_keeps_updating(served, page):
     _, feeder, url, _ = served
-    page.goto(url)
+    open_live(page, url)
     page.wait_for_function(f"({PICTURE})(1).spread > 10", timeout=WAIT_MS)
     feeder.lose(0)
     try:
@@ -287,8 +294,14 @@ def status_of(url: str, headers: dict | None = None) -> int:
 
 def test_only_files_the_session_registered_are_served(served):
     _, _, url, _ = served
-    assert status_of(url + "cameras/0/events/1/clip") in (200, 404)   # 404 before the end
+    deadline = time.monotonic() + 20
+    while status_of(url + "cameras/0/events/1/clip") != 200:   # 404 until the event ends
+        assert time.monotonic() < deadline, "the clip was never served"
+        time.sleep(0.05)
+    # Ranges, which a <video> element seeks with.
+    assert status_of(url + "cameras/0/events/1/clip", {"Range": "bytes=0-99"}) == 206
     assert status_of(url + "cameras/1/events/1/clip") == 404
+    assert status_of(url + "cameras/0/events/2/thumbnail") == 404
     assert status_of(url + "cameras/0/events/1/report.html") == 404
     assert status_of(url + "static/%2e%2e/server.py") in (403, 404)
     assert status_of(url + "static/../server.py") in (403, 404)

@@ -22,8 +22,10 @@ import numpy as np
 from ..output.annotate import Annotator
 
 PICTURES_PER_S = 10
+IDLE_PICTURES_PER_S = 1         # with no page watching: the snapshot and event pictures only
 JPEG_QUALITY = 80
-# A wider picture is scaled down before encoding: the page shows it at most this wide.
+# A wider picture is scaled down before it is annotated and encoded (a 720p picture costs
+# twice as much at full size): the page shows it at most this wide.
 PICTURE_MAX_WIDTH = 960
 HISTORY_POINTS = 3000           # scores kept for the chart of a page opened late
 LIVE_THUMBNAILS = 200           # open events' pictures kept in memory until their file exists
@@ -46,6 +48,13 @@ def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
+def shown_size(width: int, height: int) -> tuple[int, int]:
+    """The size the live picture is drawn and sent at."""
+    if width <= PICTURE_MAX_WIDTH:
+        return width, height
+    return PICTURE_MAX_WIDTH, round(height * PICTURE_MAX_WIDTH / width)
+
+
 class CameraState:
     """Everything the server reads about one camera; fields change under ``lock``."""
 
@@ -60,6 +69,7 @@ class CameraState:
         self.pending_scores: list = []                        # not yet sent to the pages
         self.picture: bytes | None = None                     # latest annotated JPEG
         self.pictures_encoded = 0
+        self.viewers = 0                                      # pages showing the live picture
         self.events: dict[int, dict] = {}
         self.live_thumbnails: OrderedDict[int, bytes] = OrderedDict()
         self.media: dict[tuple[int, str], Path] = {}          # (event, kind) -> registered file
@@ -107,7 +117,6 @@ class _PictureEncoder:
         self._wanted.set()
 
     def _run(self) -> None:
-        interval = 1.0 / PICTURES_PER_S
         while not self._stopping.is_set():
             self._wanted.wait()
             self._wanted.clear()
@@ -121,6 +130,7 @@ class _PictureEncoder:
                     self._camera.picture = jpeg
                     self._camera.pictures_encoded += 1
                 self._on_picture(self._camera)
+            interval = 1.0 / (PICTURES_PER_S if self._camera.viewers else IDLE_PICTURES_PER_S)
             self._stopping.wait(max(0.0, interval - (time.monotonic() - began)))
 
     def _encode(self, frame, score, event_number: int | None) -> bytes | None:
@@ -129,12 +139,13 @@ class _PictureEncoder:
             return None
         if picture.ndim == 2:
             picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
-        if self.annotator is not None and self.annotator.width == picture.shape[1]:
+        width, height = shown_size(picture.shape[1], picture.shape[0])
+        if width != picture.shape[1]:
+            # Linear: a sixth of INTER_AREA's time at 1280 -> 960, and as good to look at.
+            picture = cv2.resize(picture, (width, height), interpolation=cv2.INTER_LINEAR)
+        if self.annotator is not None and self.annotator.width == width:
             picture, _ = self.annotator.draw(picture, frame.index, frame.time_s, event_number,
                                              score.residual_image, score.block_scores)
-        if picture.shape[1] > PICTURE_MAX_WIDTH:
-            height = round(picture.shape[0] * PICTURE_MAX_WIDTH / picture.shape[1])
-            picture = cv2.resize(picture, (PICTURE_MAX_WIDTH, height), interpolation=cv2.INTER_AREA)
         encoded, jpeg = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
         return jpeg.tobytes() if encoded else None
 
@@ -158,7 +169,7 @@ class DashboardSink(Sink):
         threshold = float(info.threshold)
         # Boxes as the annotated export draws them: around blocks above the low threshold.
         box_level = getattr(settings, "threshold_low", threshold)
-        annotator = Annotator(info.width, info.height, {"frame": np.zeros(0, int),
+        annotator = Annotator(*shown_size(info.width, info.height), {"frame": np.zeros(0, int),
                                                         "score": np.zeros(0)}, [], threshold,
                               box_level)
         annotator.chart = None   # the page draws the live chart itself, with the threshold

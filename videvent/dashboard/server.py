@@ -344,6 +344,7 @@ class Dashboard:
         await response.prepare(request)
         shown = -1
         part = b"--frame\r\nContent-Type: image/jpeg\r\n\r\n"
+        camera.viewers += 1
         try:
             # Each picture is followed at once by the next part's boundary and headers:
             # browsers show a picture only once they have read those, not a frame late.
@@ -363,4 +364,6 @@ class Dashboard:
                 await asyncio.shield(waiter)
         except ConnectionResetError:
             pass
+        finally:
+            camera.viewers -= 1
         return response

@@ -52,7 +52,6 @@ function setStatus(view, status) {
   view.card.dataset.status = status;
   view.card.classList.toggle("lost", status === "lost");
   view.card.classList.toggle("stalled", status === "stalled");
-  if (status === "back" || status === "connected") openPicture(view);
 }
 
 function setStats(view, stats) {
@@ -63,6 +62,12 @@ function setStats(view, stats) {
 }
 
 function addScores(view, points) {
+  // Points sent before the last snapshot of the camera are in it already.
+  if (view.syncedUntil !== undefined) {
+    points = points.filter(p => p[0] > view.syncedUntil);
+    if (!points.length) return;
+    delete view.syncedUntil;
+  }
   view.points.push(...points);
   if (view.points.length > MAX_POINTS) view.points.splice(0, view.points.length - MAX_POINTS);
   const last = points[points.length - 1];
@@ -250,12 +255,24 @@ function follow() {
   const connection = document.getElementById("connection");
   const stream = new EventSource("/api/stream");
   stream.onopen = async () => {
-    connection.className = "badge connected"; connection.textContent = "live";
-    // Whatever happened while the stream was down.
+    // Whatever happened before the stream was (re)opened.
+    for (const info of await getJSON("/api/cameras")) sync(info);
     for (const event of (await getJSON("/api/events")).reverse()) showEvent(event);
+    connection.className = "badge connected"; connection.textContent = "live";
   };
   stream.onerror = () => { connection.className = "badge lost"; connection.textContent = "reconnecting"; };
   stream.onmessage = message => handle(JSON.parse(message.data));
+}
+
+function sync(info) {
+  const view = cameras.get(info.index);
+  if (!view) { addCamera(info); return; }
+  Object.assign(view.info, info);
+  view.points = info.history.slice(-MAX_POINTS);
+  if (view.points.length) view.syncedUntil = view.points[view.points.length - 1][0];
+  setStatus(view, info.status);
+  setStats(view, info.stats);
+  queueChart(view);
 }
 
 async function main() {
