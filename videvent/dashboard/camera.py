@@ -9,6 +9,7 @@ status, statistics and events become messages for the page's update stream.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -46,6 +47,12 @@ class Sink:
 
 def _finite(value: float) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _plain(value):
+    """``value`` as strict JSON data: unknown objects as text, NaN and infinities as None
+    (what the session passes is free-form; one odd value must not stop the updates)."""
+    return json.loads(json.dumps(value, default=str), parse_constant=lambda _: None)
 
 
 def shown_size(width: int, height: int) -> tuple[int, int]:
@@ -201,7 +208,7 @@ class DashboardSink(Sink):
             has_thumbnail = ((event.number, "thumbnail") in self.camera.media
                              or event.number in self.camera.live_thumbnails)
             known = self.camera.events.get(event.number)
-            record = {**event.to_dict(), "camera": self.camera.name,
+            record = {**_plain(event.to_dict()), "camera": self.camera.name,
                       "seen_at": known["seen_at"] if known else time.time(),
                       "camera_index": self.camera.index, "open": state != "end",
                       "thumbnail_url": f"{base}/thumbnail" if has_thumbnail else None,
@@ -226,13 +233,15 @@ class DashboardSink(Sink):
         self._publish({"type": "event", "state": "end", "event": self._event(event, "end")})
 
     def on_status(self, status: str, detail: dict) -> None:
+        detail = _plain(detail)
         with self.camera.lock:
-            self.camera.status, self.camera.status_detail = status, dict(detail)
+            self.camera.status, self.camera.status_detail = status, detail
         self._publish({"type": "status", "camera_index": self.camera.index, "status": status,
-                       "detail": dict(detail)})
+                       "detail": detail})
 
     def on_stats(self, stats: dict) -> None:
-        shown = {key: stats[key] for key in ("fps", "dropped", "latency_ms") if key in stats}
+        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms")
+                        if key in stats})
         with self.camera.lock:
             self.camera.stats = shown
         self._publish({"type": "stats", "camera_index": self.camera.index, "stats": shown})

@@ -50,6 +50,8 @@ def read_region_file(path: str | os.PathLike) -> list[Polygon]:
         text = Path(path).read_text()
     except FileNotFoundError:
         return []
+    except UnicodeDecodeError:
+        raise RegionError(f"{path} is not a region file (not text)") from None
     polygons = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -66,8 +68,15 @@ def read_region_file(path: str | os.PathLike) -> list[Polygon]:
 
 
 def write_region_file(path: str | os.PathLike, polygons: list[Polygon]) -> None:
-    """Write ``polygons`` (already checked) to ``path``: a temporary name, then renamed."""
-    text = "".join(" ".join(f"{x} {y}" for x, y in polygon) + "\n" for polygon in polygons)
+    """Write ``polygons`` (already checked) to ``path``: a temporary name, then renamed.
+    The comment lines of the file it replaces are kept, at the top."""
+    try:
+        comments = [line + "\n" for line in Path(path).read_text(errors="replace").splitlines()
+                    if line.lstrip().startswith("#")]
+    except FileNotFoundError:
+        comments = []
+    text = "".join(comments) + "".join(" ".join(f"{x} {y}" for x, y in polygon) + "\n"
+                                       for polygon in polygons)
     temporary = partial_path(path)
     try:
         temporary.write_text(text)
