@@ -191,7 +191,7 @@ class DashboardSink(Sink):
         with self.camera.lock:
             self.camera.history.append(point)
             self.camera.pending_scores.append(point)
-            # A page opened after a long session: the chart needs only the recent points.
+            # Bounded even when no server drains them (not started yet, or stopped).
             del self.camera.pending_scores[:-HISTORY_POINTS]
         self._encoder.offer(frame, score, event_number)
 

@@ -125,13 +125,12 @@ class Dashboard:
                                         name="dashboard-server")
         self._thread.start()
         try:
-            port = asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result()
+            asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result()
         except BaseException:
             self._end_loop()
             raise
         shown = f"[{self.host}]" if ":" in self.host else self.host
-        self.port = port
-        self.url = f"http://{shown}:{port}/" + (f"?token={self.token}" if self.token else "")
+        self.url = f"http://{shown}:{self.port}/" + (f"?token={self.token}" if self.token else "")
         return self.url
 
     def stop(self) -> None:
@@ -149,7 +148,7 @@ class Dashboard:
         self._thread.join(timeout=10)
         loop.close()
 
-    async def _serve(self) -> int:
+    async def _serve(self) -> None:
         app = web.Application(middlewares=[self._guard])
         app.add_routes([
             web.get("/", self._index),
@@ -172,8 +171,8 @@ class Dashboard:
         except BaseException:
             await self._runner.cleanup()
             raise
+        self.port = self._runner.addresses[0][1]   # the one bound, when asked for port 0
         self._ticker = asyncio.create_task(self._send_updates())
-        return self._runner.addresses[0][1]
 
     async def _shutdown(self) -> None:
         self._closing = True
