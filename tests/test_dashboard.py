@@ -1,0 +1,344 @@
+"""The live dashboard in a real browser: pictures, scores, events with clips, lost cameras,
+the token and the region editor.
+
+A feeder thread plays the sample ``person_visit`` (scored once by the real detector, with heat
+maps) into two cameras' sinks at 30 frames/s, as a watch session would: status, statistics,
+and one event on the first camera whose clip is a real H.264 file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import cv2
+import pytest
+
+from conftest import sample
+from videvent.dashboard import Dashboard
+from videvent.output.video import VideoWriter
+from videvent.pipeline import prepare, score_frames
+from videvent.segmenter import Event
+from videvent.settings import Settings
+from videvent.sources import open_source
+
+CHROMIUM = Path("/usr/bin/chromium")
+FEED_FPS = 30
+EVENT_STEPS = (60, 80, 100)      # the event's start, its peak update and its end, in fed frames
+WAIT_MS = 20_000                 # a deadline for what the page should show, never a pause
+
+
+@dataclasses.dataclass
+class SessionInfo:
+    """What a session tells its sinks at the start (mirrors `videvent.session.SessionInfo`)."""
+    name: str
+    uri: str
+    fps: float
+    width: int
+    height: int
+    threshold: float
+    settings: Settings
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """(frame, score) of every frame of the sample, scored with heat maps."""
+    settings = Settings()
+    path, _ = sample("person_visit")
+    with open_source(path, keep_colour=True) as source:
+        run, _ = prepare(source, settings)
+        frames = [(frame, score) for frame, _, score in
+                  score_frames(run, explain=settings.threshold_low)]
+    return settings, frames
+
+
+class Feeder(threading.Thread):
+    """Plays the scored frames into the sinks in a loop, as a live session would."""
+
+    def __init__(self, sinks, settings, frames, files):
+        super().__init__(daemon=True)
+        self.sinks, self.settings, self.frames, self.files = sinks, settings, frames, files
+        self.lost: set[int] = set()
+        self._stopping = threading.Event()
+
+    def lose(self, camera: int) -> None:
+        self.lost.add(camera)
+        # A session may pass any detail; one that is not strict JSON must not stop the page.
+        self.sinks[camera].on_status("lost", {"error": "connection refused",
+                                              "retry_in_s": float("inf")})
+
+    def restore(self, camera: int) -> None:
+        self.sinks[camera].on_status("back", {})
+        self.lost.discard(camera)
+
+    def run(self) -> None:
+        first = self.frames[0][0]
+        height, width = first.colour.shape[:2]
+        for sink in self.sinks:
+            sink.on_start(SessionInfo("cam", "rtsp://127.0.0.1/cam", FEED_FPS, width, height,
+                                      self.settings.threshold, self.settings))
+            sink.on_status("connected", {})
+        event = Event(1, EVENT_STEPS[0] - 5, EVENT_STEPS[2] + 5, *EVENT_STEPS[::2],
+                      (EVENT_STEPS[0] - 5) / FEED_FPS, (EVENT_STEPS[2] + 5) / FEED_FPS,
+                      EVENT_STEPS[1], 0.0)
+        step = 0
+        while not self._stopping.is_set():
+            for camera, sink in enumerate(self.sinks):
+                if camera in self.lost:
+                    continue
+                # The second camera is half a loop behind: two different pictures.
+                frame, score = self.frames[(step + camera * len(self.frames) // 2)
+                                           % len(self.frames)]
+                time_s = step / FEED_FPS
+                frame = dataclasses.replace(frame, index=step, time_s=time_s)
+                score = dataclasses.replace(score, index=step, time_s=time_s)
+                inside = camera == 0 and EVENT_STEPS[0] <= step <= EVENT_STEPS[2]
+                sink.on_frame(frame, score, 1 if inside else None)
+                if step % 10 == 0:
+                    sink.on_stats({"fps": float(FEED_FPS), "dropped": 0, "latency_ms": 4.0})
+                if camera == 0 and step in EVENT_STEPS:
+                    event = dataclasses.replace(event, peak_score=max(event.peak_score,
+                                                                      score.score))
+                    if step == EVENT_STEPS[0]:
+                        sink.on_event_start(event)
+                    elif step == EVENT_STEPS[1]:
+                        sink.on_event_update(event)
+                    else:
+                        sink.on_event_end(event, self.files)
+            step += 1
+            self._stopping.wait(1 / FEED_FPS)   # the pace of a live camera
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def served(scored, tmp_path_factory):
+    settings, frames = scored
+    folder = tmp_path_factory.mktemp("dashboard")
+    clip = VideoWriter(folder / "event001.mp4", frames[0][0].colour.shape[1],
+                       frames[0][0].colour.shape[0], 10)
+    for frame, _ in frames[EVENT_STEPS[0]:EVENT_STEPS[2]]:
+        clip.write(frame.colour)
+    clip.close()
+    cv2.imwrite(str(folder / "event001.jpg"), frames[EVENT_STEPS[1]][0].colour)
+    files = {"clip": str(folder / "event001.mp4"), "thumbnail": str(folder / "event001.jpg")}
+    dashboard = Dashboard(region_file=folder / "regions.txt")
+    sinks = [dashboard.add_camera("door"), dashboard.add_camera("yard")]
+    url = dashboard.start()
+    feeder = Feeder(sinks, settings, frames, files)
+    feeder.start()
+    yield dashboard, feeder, url, folder
+    feeder.stop()
+    dashboard.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    yield page
+    page.close()
+
+
+# How much a camera's live picture varies (0: blank) and a fingerprint of it, drawn in the page.
+PICTURE = """card => {
+  const img = document.querySelector(`.camera[data-camera="${card}"] img.live`);
+  if (!img.complete || !img.naturalWidth) return {spread: 0, print: 0};
+  const canvas = document.createElement("canvas"); canvas.width = 64; canvas.height = 36;
+  const g = canvas.getContext("2d"); g.drawImage(img, 0, 0, 64, 36);
+  const data = g.getImageData(0, 0, 64, 36).data;
+  let sum = 0, squares = 0, print = 0;
+  for (let i = 0; i < data.length; i++) {
+    if (i % 4 === 3) continue;
+    sum += data[i]; squares += data[i] * data[i]; print = (print * 31 + data[i]) % 1000000007;
+  }
+  const n = data.length * 3 / 4;
+  return {spread: Math.sqrt(squares / n - (sum / n) ** 2), print};
+}"""
+
+
+def card(number: int) -> str:
+    return f'.camera[data-camera="{number}"]'
+
+
+def open_live(page, url: str) -> None:
+    """Open the page and wait until it follows the update stream."""
+    page.goto(url)
+    page.wait_for_function("document.getElementById('connection').textContent === 'live'",
+                           timeout=WAIT_MS)
+
+
+def points(page, camera: int) -> int:
+    return int(page.get_attribute(card(camera), "data-points") or 0)
+
+
+def test_both_live_pictures_their_scores_and_statistics_show(served, page):
+    _, _, url, _ = served
+    page.goto(url)
+    for camera in (0, 1):
+        page.wait_for_function(f"({PICTURE})({camera}).spread > 10", timeout=WAIT_MS)
+        page.wait_for_function(f"Number(document.querySelector('{card(camera)}')"
+                               f".dataset.points) > 10", timeout=WAIT_MS)
+        assert page.text_content(f"{card(camera)} .fps") == f"{FEED_FPS:.1f}"
+        assert page.text_content(f"{card(camera)} .latency") == "4 ms"
+        assert page.text_content(f"{card(camera)} .status") == "connected"
+    assert page.text_content(f"{card(0)} .camera-name") == "door"
+    assert page.evaluate(f"({PICTURE})(0).print") != page.evaluate(f"({PICTURE})(1).print")
+    assert page.errors == []
+
+
+def test_the_event_shows_with_its_clip_which_plays_and_survives_a_reload(served, page):
+    _, _, url, _ = served
+    page.goto(url)
+    video = "#events li video"
+    page.wait_for_selector(video, timeout=WAIT_MS)
+    item = page.locator("#events li").first
+    assert item.locator(".event-title").text_content() == "door: event 1"
+    assert "peak" in item.locator(".event-meta").text_content()
+    page.wait_for_function("document.querySelector('#events li img.thumbnail').naturalWidth > 0",
+                           timeout=WAIT_MS)
+    page.eval_on_selector(video, "v => v.play()")
+    page.wait_for_function(f"document.querySelector('{video}').readyState >= 2 && "
+                           f"document.querySelector('{video}').currentTime > 0.3",
+                           timeout=WAIT_MS)
+    page.reload()
+    page.wait_for_selector(video, timeout=WAIT_MS)   # from /api/events, not the live stream
+    assert page.locator("#events li .event-title").first.text_content() == "door: event 1"
+    assert page.errors == []
+
+
+def test_a_lost_camera_shows_lost_while_the_other_keeps_updating(served, page):
+    _, feeder, url, _ = served
+    open_live(page, url)
+    page.wait_for_function(f"({PICTURE})(1).spread > 10", timeout=WAIT_MS)
+    feeder.lose(0)
+    try:
+        page.wait_for_function(f"document.querySelector('{card(0)}').dataset.status === 'lost'",
+                               timeout=WAIT_MS)
+        assert "lost" in page.text_content(f"{card(0)} .status")
+        for _ in range(2):   # the second time, nothing of the lost camera is still in flight
+            lost_points, other_points = points(page, 0), points(page, 1)
+            picture = page.evaluate(f"({PICTURE})(1).print")
+            page.wait_for_function(
+                f"Number(document.querySelector('{card(1)}').dataset.points) > {other_points + 10}"
+                f" && ({PICTURE})(1).print !== {picture}", timeout=WAIT_MS)
+        assert points(page, 0) == lost_points
+        assert page.text_content(f"{card(1)} .status") == "connected"
+    finally:
+        feeder.restore(0)
+    page.wait_for_function(f"document.querySelector('{card(0)}').dataset.status === 'back'",
+                           timeout=WAIT_MS)
+
+
+def test_the_region_editor_saves_a_region_file_and_rejects_two_points(served, page):
+    _, _, url, folder = served
+    (folder / "regions.txt").write_text("# the porch\n")
+    page.goto(url)
+    page.wait_for_function(f"({PICTURE})(0).spread > 10", timeout=WAIT_MS)
+    overlay = page.locator(f"{card(0)} canvas.regions")
+    message = page.locator(f"{card(0)} .region-message")
+    box = overlay.bounding_box()
+
+    def draw(*fractions):
+        page.click(f"{card(0)} .edit-region")
+        page.click(f"{card(0)} .clear-region")
+        for fx, fy in fractions:
+            overlay.click(position={"x": fx * box["width"], "y": fy * box["height"]})
+        page.click(f"{card(0)} .save-region")
+
+    draw((0.1, 0.1), (0.9, 0.1), (0.5, 0.8))
+    page.wait_for_function(f"document.querySelector('{card(0)} .region-message')"
+                           f".textContent.startsWith('saved')", timeout=WAIT_MS)
+    lines = (folder / "regions.txt").read_text().splitlines()
+    assert len(lines) == 2 and lines[0] == "# the porch"   # the user's comment kept
+    values = [int(value) for value in lines[1].split()]
+    expected = [0.1 * 384, 0.1 * 216, 0.9 * 384, 0.1 * 216, 0.5 * 384, 0.8 * 216]
+    assert all(abs(got - want) <= 3 for got, want in zip(values, expected, strict=True)), values
+    assert sorted(path.name for path in folder.iterdir() if "regions" in path.name) == \
+        ["regions.txt"]   # no temporary file left behind
+
+    draw((0.2, 0.2), (0.6, 0.6))
+    page.wait_for_function(f"document.querySelector('{card(0)} .region-message')"
+                           f".classList.contains('error')", timeout=WAIT_MS)
+    assert "at least 3 points" in message.text_content()
+    assert (folder / "regions.txt").read_text().splitlines() == lines
+
+
+def status_of(url: str, headers: dict | None = None) -> int:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_only_files_the_session_registered_are_served(served):
+    _, _, url, _ = served
+    deadline = time.monotonic() + 20
+    while status_of(url + "cameras/0/events/1/clip") != 200:   # 404 until the event ends
+        assert time.monotonic() < deadline, "the clip was never served"
+        time.sleep(0.05)
+    # Ranges, which a <video> element seeks with.
+    assert status_of(url + "cameras/0/events/1/clip", {"Range": "bytes=0-99"}) == 206
+    assert status_of(url + "cameras/1/events/1/clip") == 404
+    assert status_of(url + "cameras/0/events/2/thumbnail") == 404
+    assert status_of(url + "cameras/0/events/1/report.html") == 404
+    assert status_of(url + "static/%2e%2e/server.py") in (403, 404)
+    assert status_of(url + "static/../server.py") in (403, 404)
+    assert status_of(url + "static/app.js") == 200
+    # A loopback dashboard answers to loopback names only (no DNS rebinding).
+    assert status_of(url, {"Host": "attacker.example"}) == 403
+
+
+def test_requests_without_the_token_are_refused(scored, browser):
+    settings, frames = scored
+    assert Dashboard(host="0.0.0.0").token_generated   # any other address: a token, always
+    dashboard = Dashboard(token="s3cret-token")
+    sink = dashboard.add_camera("gate")
+    url = dashboard.start()
+    try:
+        assert url.endswith("/?token=s3cret-token")
+        base = url.split("?")[0]
+        frame = frames[0][0]
+        sink.on_start(SessionInfo("gate", "x", 10, frame.colour.shape[1], frame.colour.shape[0],
+                                  settings.threshold, settings))
+        for frame, score in frames[:5]:
+            sink.on_frame(frame, score, None)
+        for path in ("", "api/events", "api/stream", "cameras/0/mjpeg", "static/app.js"):
+            assert status_of(base + path) == 401, path
+            assert status_of(base + path + "?token=wrong") == 403, path
+        deadline = time.monotonic() + 10
+        while status_of(base + "cameras/0/picture.jpg",
+                        {"Authorization": "Bearer s3cret-token"}) != 200:
+            assert time.monotonic() < deadline, "no picture was encoded"
+            time.sleep(0.05)
+        page = browser.new_page()
+        page.goto(url)   # the token in the address; the page's streams carry it as a cookie
+        page.wait_for_function(f"({PICTURE})(0).spread > 10", timeout=WAIT_MS)
+        page.close()
+    finally:
+        sink.close()
+        dashboard.stop()

@@ -1,0 +1,250 @@
+"""One camera on the dashboard: the sink a session feeds, and what the server shows of it.
+
+`DashboardSink` is called on the session's thread and never blocks it for long: a frame is
+kept by reference and annotated and JPEG-encoded on the camera's own encoder thread, at most
+`PICTURES_PER_S` times a second (frames arriving in between are simply replaced, i.e. dropped
+from the picture, never from the scores). Scores go into a bounded history for the chart;
+status, statistics and events become messages for the page's update stream.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..output.annotate import Annotator
+
+PICTURES_PER_S = 10
+IDLE_PICTURES_PER_S = 1         # with no page watching: the snapshot and event pictures only
+JPEG_QUALITY = 80
+# A wider picture is scaled down before it is annotated and encoded (a 720p picture costs
+# twice as much at full size): the page shows it at most this wide.
+PICTURE_MAX_WIDTH = 960
+HISTORY_POINTS = 3000           # scores kept for the chart of a page opened late
+LIVE_THUMBNAILS = 200           # open events' pictures kept in memory until their file exists
+MEDIA_KINDS = ("thumbnail", "clip")
+
+
+class Sink:
+    """Mirrors `videvent.session.Sink`: every callback a session makes, as a no-op."""
+
+    def on_start(self, info) -> None: ...
+    def on_frame(self, frame, score, event_number: int | None) -> None: ...
+    def on_event_start(self, event) -> None: ...
+    def on_event_update(self, event) -> None: ...
+    def on_event_end(self, event, files: dict[str, str]) -> None: ...
+    def on_status(self, status: str, detail: dict) -> None: ...
+    def close(self) -> None: ...
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _plain(value):
+    """``value`` as strict JSON data: unknown objects as text, NaN and infinities as None
+    (what the session passes is free-form; one odd value must not stop the updates)."""
+    return json.loads(json.dumps(value, default=str), parse_constant=lambda _: None)
+
+
+def shown_size(width: int, height: int) -> tuple[int, int]:
+    """The size the live picture is drawn and sent at."""
+    if width <= PICTURE_MAX_WIDTH:
+        return width, height
+    return PICTURE_MAX_WIDTH, round(height * PICTURE_MAX_WIDTH / width)
+
+
+class CameraState:
+    """Everything the server reads about one camera; fields change under ``lock``."""
+
+    def __init__(self, index: int, name: str, region_file: Path | None):
+        self.index, self.name, self.region_file = index, name, region_file
+        self.lock = threading.Lock()
+        self.width = self.height = 0
+        self.threshold: float | None = None
+        self.status, self.status_detail = "waiting", {}
+        self.stats: dict = {}
+        self.history: deque = deque(maxlen=HISTORY_POINTS)    # (time_s, score)
+        self.pending_scores: list = []                        # not yet sent to the pages
+        self.picture: bytes | None = None                     # latest annotated JPEG
+        self.pictures_encoded = 0
+        self.viewers = 0                                      # pages showing the live picture
+        self.events: dict[int, dict] = {}
+        self.live_thumbnails: OrderedDict[int, bytes] = OrderedDict()
+        self.media: dict[tuple[int, str], Path] = {}          # (event, kind) -> registered file
+
+    def describe(self) -> dict:
+        with self.lock:
+            return {"index": self.index, "name": self.name, "width": self.width,
+                    "height": self.height, "threshold": self.threshold, "status": self.status,
+                    "status_detail": self.status_detail, "stats": self.stats,
+                    "history": list(self.history), "region_editable": self.region_file is not None}
+
+    def take_pending_scores(self) -> list:
+        with self.lock:
+            scores, self.pending_scores = self.pending_scores, []
+        return scores
+
+    def event_list(self) -> list[dict]:
+        with self.lock:
+            return list(self.events.values())
+
+    def media_path(self, number: int, kind: str) -> Path | None:
+        with self.lock:
+            return self.media.get((number, kind))
+
+    def live_thumbnail(self, number: int) -> bytes | None:
+        with self.lock:
+            return self.live_thumbnails.get(number)
+
+
+class _PictureEncoder:
+    """Annotates and encodes the latest frame of one camera on a thread of its own."""
+
+    def __init__(self, camera: CameraState, on_picture: Callable[[CameraState], None]):
+        self._camera, self._on_picture = camera, on_picture
+        self._latest = None
+        self._wanted = threading.Event()
+        self._stopping = threading.Event()
+        self.annotator: Annotator | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"dashboard-picture-{camera.index}")
+        self._thread.start()
+
+    def offer(self, frame, score, event_number: int | None) -> None:
+        self._latest = (frame, score, event_number)   # a reference swap: the caller never waits
+        self._wanted.set()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wanted.wait()
+            self._wanted.clear()
+            latest, self._latest = self._latest, None
+            if latest is None:
+                continue
+            began = time.monotonic()
+            jpeg = self._encode(*latest)
+            if jpeg is not None:
+                with self._camera.lock:
+                    self._camera.picture = jpeg
+                    self._camera.pictures_encoded += 1
+                self._on_picture(self._camera)
+            interval = 1.0 / (PICTURES_PER_S if self._camera.viewers else IDLE_PICTURES_PER_S)
+            self._stopping.wait(max(0.0, interval - (time.monotonic() - began)))
+
+    def _encode(self, frame, score, event_number: int | None) -> bytes | None:
+        picture = frame.colour if frame.colour is not None else frame.image
+        if picture is None:
+            return None
+        if picture.ndim == 2:
+            picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
+        width, height = shown_size(picture.shape[1], picture.shape[0])
+        if width != picture.shape[1]:
+            # Linear: a sixth of INTER_AREA's time at 1280 -> 960, and as good to look at.
+            picture = cv2.resize(picture, (width, height), interpolation=cv2.INTER_LINEAR)
+        if self.annotator is not None and self.annotator.width == width:
+            picture, _ = self.annotator.draw(picture, frame.index, frame.time_s, event_number,
+                                             score.residual_image, score.block_scores)
+        encoded, jpeg = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+        return jpeg.tobytes() if encoded else None
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wanted.set()
+        self._thread.join(timeout=5)
+
+
+class DashboardSink(Sink):
+    """The sink of one camera: made by `Dashboard.add_camera`, handed to that camera's session."""
+
+    def __init__(self, camera: CameraState, publish: Callable[[dict], None],
+                 on_picture: Callable[[CameraState], None]):
+        self.camera = camera
+        self._publish = publish
+        self._encoder = _PictureEncoder(camera, on_picture)
+
+    def on_start(self, info) -> None:
+        settings = getattr(info, "settings", None)
+        threshold = float(info.threshold)
+        # Boxes as the annotated export draws them: around blocks above the low threshold.
+        box_level = getattr(settings, "threshold_low", threshold)
+        annotator = Annotator(*shown_size(info.width, info.height), {"frame": np.zeros(0, int),
+                                                        "score": np.zeros(0)}, [], threshold,
+                              box_level)
+        annotator.chart = None   # the page draws the live chart itself, with the threshold
+        self._encoder.annotator = annotator
+        with self.camera.lock:
+            self.camera.width, self.camera.height = int(info.width), int(info.height)
+            self.camera.threshold = threshold
+        self._publish({"type": "camera", "camera": self.camera.describe()})
+
+    def on_frame(self, frame, score, event_number: int | None) -> None:
+        point = (round(float(frame.time_s), 3), _finite(score.score))
+        with self.camera.lock:
+            self.camera.history.append(point)
+            self.camera.pending_scores.append(point)
+            # Bounded even when no server drains them (not started yet, or stopped).
+            del self.camera.pending_scores[:-HISTORY_POINTS]
+        self._encoder.offer(frame, score, event_number)
+
+    def _event(self, event, state: str) -> dict:
+        with self.camera.lock:
+            if state != "end":
+                # The picture of the moment (the peak, for an update) until the thumbnail exists.
+                if self.camera.picture is not None:
+                    self.camera.live_thumbnails[event.number] = self.camera.picture
+                    self.camera.live_thumbnails.move_to_end(event.number)
+                while len(self.camera.live_thumbnails) > LIVE_THUMBNAILS:
+                    self.camera.live_thumbnails.popitem(last=False)
+            base = f"/cameras/{self.camera.index}/events/{event.number}"
+            has_thumbnail = ((event.number, "thumbnail") in self.camera.media
+                             or event.number in self.camera.live_thumbnails)
+            known = self.camera.events.get(event.number)
+            record = {**_plain(event.to_dict()), "camera": self.camera.name,
+                      "seen_at": known["seen_at"] if known else time.time(),
+                      "camera_index": self.camera.index, "open": state != "end",
+                      "thumbnail_url": f"{base}/thumbnail" if has_thumbnail else None,
+                      "clip_url": f"{base}/clip" if (event.number, "clip") in self.camera.media
+                      else None}
+            self.camera.events[event.number] = record
+        return record
+
+    def on_event_start(self, event) -> None:
+        self._publish({"type": "event", "state": "start", "event": self._event(event, "start")})
+
+    def on_event_update(self, event) -> None:
+        self._publish({"type": "event", "state": "update", "event": self._event(event, "update")})
+
+    def on_event_end(self, event, files: dict[str, str]) -> None:
+        with self.camera.lock:
+            for kind in MEDIA_KINDS:
+                if files.get(kind):
+                    self.camera.media[(event.number, kind)] = Path(files[kind]).resolve()
+            if (event.number, "thumbnail") in self.camera.media:
+                self.camera.live_thumbnails.pop(event.number, None)
+        self._publish({"type": "event", "state": "end", "event": self._event(event, "end")})
+
+    def on_status(self, status: str, detail: dict) -> None:
+        detail = _plain(detail)
+        with self.camera.lock:
+            self.camera.status, self.camera.status_detail = status, detail
+        self._publish({"type": "status", "camera_index": self.camera.index, "status": status,
+                       "detail": detail})
+
+    def on_stats(self, stats: dict) -> None:
+        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms")
+                        if key in stats})
+        with self.camera.lock:
+            self.camera.stats = shown
+        self._publish({"type": "stats", "camera_index": self.camera.index, "stats": shown})
+
+    def close(self) -> None:
+        self._encoder.stop()

@@ -1,0 +1,368 @@
+"""The dashboard's web server: aiohttp on a thread and event loop of its own.
+
+Routes (all behind the token check when a token is set):
+
+- ``GET /``: the page; ``GET /static/...``: its script and style, shipped in the package.
+- ``GET /api/cameras``: each camera's size, threshold, status, statistics and recent scores.
+- ``GET /api/events``: every event of the session so far, newest first (open ones included),
+  so a reloaded page shows them again.
+- ``GET /api/stream``: server-sent events, one JSON object per message, ``type`` one of
+  ``scores`` (a batch of ``[time_s, score]`` points), ``status``, ``stats``, ``event``
+  (``state`` start / update / end) and ``camera`` (a camera started).
+- ``GET /cameras/{i}/mjpeg``: the annotated live picture as MJPEG; ``/cameras/{i}/picture.jpg``:
+  the latest one.
+- ``GET /cameras/{i}/events/{n}/thumbnail`` and ``.../clip``: only files the session reported
+  for that event (and, before the thumbnail is written, the picture of the event's start).
+- ``GET``/``POST /cameras/{i}/region``: the camera's region polygons, read from and saved to the
+  region file configured for it (never a path from the request); the POST takes JSON
+  ``{"polygons": [[[x, y], ...], ...]}``.
+
+Access: on a loopback address without a token, only requests naming a loopback host are
+served (a web page elsewhere cannot reach the dashboard by renaming itself, DNS rebinding).
+Bound to any other address, a token is required (one is generated when none is given; see
+`Dashboard.token`). It is checked on every request, streams included, and may be given as the
+``token`` query parameter (opening ``/?token=...`` also sets a cookie so the page's pictures,
+streams and clips carry it), the ``videvent_token_<port>`` cookie, or an
+``Authorization: Bearer <token>`` header. Missing: 401; wrong: 403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import secrets
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from aiohttp import web
+
+from .camera import MEDIA_KINDS, CameraState, DashboardSink
+from .regions import RegionError, check_polygons, read_region_file, write_region_file
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+UPDATE_EVERY_S = 0.2          # how often batched scores and messages go to the pages
+KEEPALIVE_S = 15.0
+LISTENER_BACKLOG = 2000       # messages queued for one slow page before the oldest go
+SHUTDOWN_S = 2.0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _json(data, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda value: json.dumps(value,
+                                                                                    allow_nan=False))
+
+
+def _refuse(status: int, message: str) -> web.Response:
+    return _json({"error": message}, status)
+
+
+class Dashboard:
+    """A live page for the cameras of one session.
+
+    ``start()`` serves it and returns its URL (with ``?token=...`` when a token is needed);
+    ``add_camera(name)`` gives the sink to feed each camera's frames, events and status to;
+    ``stop()`` ends the streams and the server. Binding a non-loopback ``host`` without a
+    ``token`` generates one, in ``token`` (and ``token_generated`` is True) for the caller
+    to print. ``region_file``: where the region editor saves, for cameras not given their own.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 region_file: str | Path | None = None):
+        self.host, self.port = host, port
+        self.token_generated = not token and not is_loopback(host)
+        self.token = secrets.token_urlsafe(24) if self.token_generated else (token or None)
+        self.region_file = None if region_file is None else Path(region_file)
+        self.url: str | None = None
+        self._cameras: list[CameraState] = []
+        self._sinks: list[DashboardSink] = []
+        self._outbox: deque = deque(maxlen=10_000)   # appended on session threads
+        self._listeners: set[asyncio.Queue] = set()
+        self._picture_waiters: dict[int, asyncio.Future] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ticker: asyncio.Task | None = None
+        self._closing = False
+        self._page = (STATIC_DIR / "index.html").read_text()
+
+    # -- the session side ------------------------------------------------------------------
+
+    def add_camera(self, name: str, region_file: str | Path | None = None) -> DashboardSink:
+        """The sink for camera ``name``; ``region_file`` overrides the dashboard's."""
+        own = Path(region_file) if region_file is not None else self.region_file
+        camera = CameraState(len(self._cameras), name, own)
+        sink = DashboardSink(camera, self._outbox.append, self._picture_encoded)
+        self._cameras.append(camera)
+        self._sinks.append(sink)
+        self._outbox.append({"type": "camera", "camera": camera.describe()})
+        return sink
+
+    def _picture_encoded(self, camera: CameraState) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._wake_picture_waiters, camera.index)
+            except RuntimeError:   # the loop closed meanwhile: nobody is watching
+                pass
+
+    # -- starting and stopping -------------------------------------------------------------
+
+    def start(self) -> str:
+        """Serve the page; returns its URL. OSError when the address cannot be bound."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name="dashboard-server")
+        self._thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result()
+        except BaseException:
+            self._end_loop()
+            raise
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{shown}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        return self.url
+
+    def stop(self) -> None:
+        """End the streams, the server and the cameras' encoder threads."""
+        for sink in self._sinks:
+            sink.close()
+        if self._loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result()
+        self._end_loop()
+
+    def _end_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=10)
+        loop.close()
+
+    async def _serve(self) -> None:
+        app = web.Application(middlewares=[self._guard])
+        app.add_routes([
+            web.get("/", self._index),
+            web.get("/api/cameras", self._list_cameras),
+            web.get("/api/events", self._list_events),
+            web.get("/api/stream", self._stream),
+            web.get("/cameras/{camera:\\d+}/mjpeg", self._mjpeg),
+            web.get("/cameras/{camera:\\d+}/picture.jpg", self._picture),
+            web.get("/cameras/{camera:\\d+}/events/{number:\\d+}/{kind}", self._media),
+            web.get("/cameras/{camera:\\d+}/region", self._read_region),
+            web.post("/cameras/{camera:\\d+}/region", self._save_region),
+            web.static("/static", STATIC_DIR, follow_symlinks=False),
+        ])
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                                     shutdown_timeout=SHUTDOWN_S)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        try:
+            await site.start()
+        except BaseException:
+            await self._runner.cleanup()
+            raise
+        self.port = self._runner.addresses[0][1]   # the one bound, when asked for port 0
+        self._ticker = asyncio.create_task(self._send_updates())
+
+    async def _shutdown(self) -> None:
+        self._closing = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+        for queue in self._listeners:
+            self._offer(queue, None)
+        for index in list(self._picture_waiters):
+            self._wake_picture_waiters(index)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- access ----------------------------------------------------------------------------
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler):
+        if self.token is None:
+            if not is_loopback(request.url.host or ""):
+                return _refuse(403, "this dashboard answers only to a loopback host name")
+            return await handler(request)
+        header = request.headers.get("Authorization", "")
+        given = (request.query.get("token") or request.cookies.get(self._cookie)
+                 or (header[7:] if header.startswith("Bearer ") else None))
+        if not given:
+            return _refuse(401, "a token is needed: open the address printed with it")
+        if not secrets.compare_digest(given.encode(), self.token.encode()):
+            return _refuse(403, "wrong token")
+        return await handler(request)
+
+    @property
+    def _cookie(self) -> str:
+        return f"videvent_token_{self.port}"
+
+    def _camera(self, request: web.Request) -> CameraState:
+        index = int(request.match_info["camera"])
+        if index >= len(self._cameras):
+            raise web.HTTPNotFound(text="no such camera")
+        return self._cameras[index]
+
+    # -- pages and data --------------------------------------------------------------------
+
+    async def _index(self, request: web.Request) -> web.Response:
+        response = web.Response(text=self._page, content_type="text/html")
+        if self.token is not None:
+            response.set_cookie(self._cookie, self.token, httponly=True, samesite="Strict")
+        return response
+
+    async def _list_cameras(self, request: web.Request) -> web.Response:
+        return _json([camera.describe() for camera in self._cameras])
+
+    async def _list_events(self, request: web.Request) -> web.Response:
+        events = [event for camera in self._cameras for event in camera.event_list()]
+        return _json(sorted(events, key=lambda event: event["seen_at"], reverse=True))
+
+    async def _picture(self, request: web.Request) -> web.Response:
+        camera = self._camera(request)
+        with camera.lock:
+            picture = camera.picture
+        if picture is None:
+            raise web.HTTPNotFound(text="no picture yet")
+        return web.Response(body=picture, content_type="image/jpeg",
+                            headers={"Cache-Control": "no-store"})
+
+    async def _media(self, request: web.Request) -> web.StreamResponse:
+        camera = self._camera(request)
+        number, kind = int(request.match_info["number"]), request.match_info["kind"]
+        if kind not in MEDIA_KINDS:
+            raise web.HTTPNotFound(text="no such file")
+        path = camera.media_path(number, kind)
+        if path is not None and path.is_file():
+            return web.FileResponse(path)
+        picture = camera.live_thumbnail(number) if kind == "thumbnail" else None
+        if picture is None:
+            raise web.HTTPNotFound(text="not written yet")
+        return web.Response(body=picture, content_type="image/jpeg")
+
+    async def _read_region(self, request: web.Request) -> web.Response:
+        camera = self._camera(request)
+        if camera.region_file is None:
+            return _json({"polygons": [], "editable": False})
+        try:
+            polygons = read_region_file(camera.region_file)
+        except RegionError as error:
+            return _refuse(409, str(error))
+        return _json({"polygons": polygons, "editable": True})
+
+    async def _save_region(self, request: web.Request) -> web.Response:
+        camera = self._camera(request)
+        if camera.region_file is None:
+            return _refuse(404, "no region file is configured for this camera")
+        # JSON only: a plain form posted by another site cannot send it without CORS approval.
+        if request.content_type != "application/json":
+            return _refuse(415, "send the polygons as application/json")
+        try:
+            body = await request.json()
+        except ValueError:
+            return _refuse(400, "the request is not valid JSON")
+        with camera.lock:
+            width, height = camera.width, camera.height
+        if not width:
+            return _refuse(409, "the camera has not started: its frame size is unknown")
+        try:
+            polygons = check_polygons(body.get("polygons") if isinstance(body, dict) else None,
+                                      width, height)
+            write_region_file(camera.region_file, polygons)
+        except RegionError as error:
+            return _refuse(400, str(error))
+        except OSError as error:
+            return _refuse(500, f"cannot write the region file: {error.strerror or error}")
+        return _json({"polygons": polygons, "editable": True})
+
+    # -- streams ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _offer(queue: asyncio.Queue, message) -> None:
+        if queue.full():   # a page that stopped reading loses its oldest messages
+            queue.get_nowait()
+        queue.put_nowait(message)
+
+    async def _send_updates(self) -> None:
+        while True:
+            await asyncio.sleep(UPDATE_EVERY_S)
+            messages = []
+            while self._outbox:
+                messages.append(self._outbox.popleft())
+            for camera in self._cameras:
+                points = camera.take_pending_scores()
+                if points:
+                    messages.append({"type": "scores", "camera_index": camera.index,
+                                     "points": points})
+            for message in messages:
+                data = f"data: {json.dumps(message, allow_nan=False)}\n\n".encode()
+                for queue in self._listeners:
+                    self._offer(queue, data)
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        queue: asyncio.Queue = asyncio.Queue(maxsize=LISTENER_BACKLOG)
+        self._listeners.add(queue)
+        try:
+            await response.write(b"retry: 1000\n\n")
+            while not self._closing:
+                try:
+                    data = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                except asyncio.TimeoutError:
+                    data = b": keep-alive\n\n"
+                if data is None:
+                    break
+                await response.write(data)
+        except ConnectionResetError:   # the page went away
+            pass
+        finally:
+            self._listeners.discard(queue)
+        return response
+
+    def _wake_picture_waiters(self, index: int) -> None:
+        waiter = self._picture_waiters.pop(index, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _mjpeg(self, request: web.Request) -> web.StreamResponse:
+        camera = self._camera(request)
+        response = web.StreamResponse(headers={
+            "Content-Type": "multipart/x-mixed-replace; boundary=frame",
+            "Cache-Control": "no-store"})
+        await response.prepare(request)
+        shown = -1
+        part = b"--frame\r\nContent-Type: image/jpeg\r\n\r\n"
+        camera.viewers += 1
+        try:
+            # Each picture is followed at once by the next part's boundary and headers:
+            # browsers show a picture only once they have read those, not a frame late.
+            await response.write(part)
+            while not self._closing:
+                waiter = self._picture_waiters.get(camera.index)
+                if waiter is None:
+                    waiter = self._picture_waiters[camera.index] = \
+                        asyncio.get_running_loop().create_future()
+                with camera.lock:
+                    picture, count = camera.picture, camera.pictures_encoded
+                if picture is not None and count != shown:
+                    shown = count
+                    await response.write(picture + b"\r\n" + part)
+                    continue
+                # Shielded: one page leaving must not cancel the wait of the others.
+                await asyncio.shield(waiter)
+        except ConnectionResetError:
+            pass
+        finally:
+            camera.viewers -= 1
+        return response
