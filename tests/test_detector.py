@@ -245,3 +245,23 @@ def test_the_light_coming_back_on_the_scene_the_model_knows_is_no_lasting_event(
                for i, x in enumerate(frames)]
     scores = scores_of(results)
     assert (scores[160:] < 4.5).all() and not any(r.absorbed for r in results)
+
+
+def test_blocks_outside_the_watched_area_never_raise_the_score():
+    """What the Preprocessor gives with a region on the left half: zeros on the right. The
+    light dimming to 0.3 (which scales the noise floor) must not make the zeros unusual."""
+    rng = np.random.default_rng(15)
+    frames = add_patch(scene(rng, 300), 150, 180)               # someone inside the region
+    frames[200:] *= 0.3
+    watched = np.zeros(SHAPE, bool)
+    watched[:, :32] = True
+    frames[:, ~watched] = 0
+    detector = Detector(window=30, static_after=40, watched=watched.ravel())
+    assert detector.watched_blocks.reshape(detector.model.grid[::-1])[:, :3].all()
+    assert not detector.watched_blocks.reshape(detector.model.grid[::-1])[:, 3:].any()
+    results = [detector.process_frame(i, i / 10, x.ravel(), explain=True)
+               for i, x in enumerate(frames)]
+    outside = np.array([r.block_scores[:, 3:].max() for r in results
+                        if r.block_scores is not None])
+    assert len(outside) > 250 and (outside <= 0).all()
+    assert (scores_of(results)[150:181] > 7).all()

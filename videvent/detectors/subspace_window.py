@@ -61,12 +61,15 @@ class SubspaceWindowDetector:
     hot : block z-score from which a block counts as unusual (the segmenter's lower threshold)
     refit_every : frames learned between two refits of the subspace
     blocks : the residual image is scored in a grid this many blocks across its long side
+    watched : which features of the frame vector are watched (``Preprocessor.watched``: the
+        region and masks zero the rest); a block with no watched pixel never scores above 0
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
                  stride: int = 10, warmup: int = 25, static_after: int | None = 125,
-                 hot: float = 4.5, refit_every: int = 1, blocks: int = 16):
+                 hot: float = 4.5, refit_every: int = 1, blocks: int = 16,
+                 watched: np.ndarray | None = None):
         if static_after is not None and static_after < 1:
             raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
         self.model = SubspaceBackground(
@@ -74,6 +77,15 @@ class SubspaceWindowDetector:
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks)
         self.frame_shape = self.model.frame_shape
         self.hot = float(hot)
+        # Blocks with a watched pixel. The zeros outside a region are explained exactly, but the
+        # noise floor scales with the frame's light, so a dimmed frame could still score there.
+        self.watched_blocks = np.ones(self.model.n_blocks, bool)
+        if watched is not None:
+            watched_pixels = np.asarray(watched, bool).reshape(self.frame_shape)
+            if watched_pixels.ndim == 3:
+                watched_pixels = watched_pixels.any(axis=2)
+            self.watched_blocks = np.bincount(self.model.pixel_block_[watched_pixels].ravel(),
+                                              minlength=self.model.n_blocks) > 0
         self.static_after = static_after
         self.warmup = max(rank + 1, min(int(warmup), window))
         self.schedule = LearningSchedule(stride, self.warmup)
@@ -133,7 +145,7 @@ class SubspaceWindowDetector:
                 return self._score_against_darkness(index, time_s, x, explain)
         assessment = model.score_one(x)
         warming_up = not model.ready or self.schedule.learned_ < self.warmup
-        z = model.block_z(assessment.block_energies)
+        z = self._block_z(assessment.block_energies)
         # Fit the frame to the subspace again without its most unusual blocks: a bright object
         # pulls the fit and spreads a faint copy of itself over the whole frame, which made
         # every block look unusual. Twice: the first pass takes out the strongest blocks.
@@ -143,7 +155,7 @@ class SubspaceWindowDetector:
             if not ignore.any() or ignore.all():
                 break
             assessment = model.score_one(x, ignore=ignore)
-            z = model.block_z(assessment.block_energies)
+            z = self._block_z(assessment.block_energies)
         residual_image = assessment.residual_image
         brightness_score = self._brightness_step(assessment.brightness)
         if not warming_up and self.static_after is not None:
@@ -151,7 +163,7 @@ class SubspaceWindowDetector:
             rebuilt |= absorbed
             if absorbed:
                 assessment = model.score_one(x)
-                z = model.block_z(assessment.block_energies)
+                z = self._block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
         self.recent.add(x, assessment.brightness)
         score = 0.0 if warming_up else max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
@@ -183,7 +195,7 @@ class SubspaceWindowDetector:
         norm = max(float(np.linalg.norm(x)), 1e-12)
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
-            lambda image: model.block_z(model.block_energies(image, norm)))
+            lambda image: self._block_z(model.block_energies(image, norm)))
         # A light switched: once ``static_after`` has passed since the brightness stepped, a
         # frame still unusual in many places is the new scene, moving parts and all.
         if self._since_light_switch is not None:
@@ -201,6 +213,11 @@ class SubspaceWindowDetector:
             return z, residual_image, True
         return z, residual_image, False
 
+    def _block_z(self, energies: np.ndarray) -> np.ndarray:
+        """The model's block z-scores, never above 0 in a block nobody watches."""
+        z = self.model.block_z(energies)
+        return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
+
     def _rebuild(self, frames: list[np.ndarray]) -> None:
         """The model starts again from ``frames`` alone: a new scene."""
         self.model.reset(np.stack(frames))
@@ -213,7 +230,7 @@ class SubspaceWindowDetector:
         back on the scene it knew), which ends the darkness at once."""
         if not self.model.ready:
             return False
-        z = self.model.block_z(self.model.score_one(x).block_energies)
+        z = self._block_z(self.model.score_one(x).block_energies)
         if neighbour_max(z.reshape(self.model.grid[::-1])) >= self.hot:
             return False
         self.dark.leave()
@@ -242,6 +259,7 @@ class SubspaceWindowDetector:
         before = np.median([means(frame) * float(frame.mean()) for frame in self.recent.frames],
                            axis=0)
         ratio = np.log(np.maximum(means(x) * float(x.mean()), 1e-3) / np.maximum(before, 1e-3))
+        ratio = ratio[self.watched_blocks]       # the zeros outside a region never light up
         step = np.sign(np.median(ratio))
         return float(np.mean(step * ratio > LIT_BLOCK_CHANGE)) >= SCENE_CHANGE_SHARE
 
