@@ -173,7 +173,8 @@ class SubspaceWindowDetector:
             # warm-up ends, give the same model for the first scored frame at a tenth the cost.
             learned_so_far = self.schedule.learned_
             model.learn_one(x, refit=learned_so_far >= self.warmup
-                            or learned_so_far % WARMUP_REFIT_EVERY == 0)
+                            or learned_so_far % WARMUP_REFIT_EVERY == 0,
+                            energies=None if warming_up else assessment.block_energies)
         self._previous_verdict = (assessment.residual, score)
         explanation = {}
         if explain is True or (explain is not False and score >= explain):
