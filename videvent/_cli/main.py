@@ -20,7 +20,7 @@ from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, expor
 from ..output import read_events
 from ..output.folder import public_name
 from ..output.report import write_plot, write_report
-from ..pipeline import detect, frame_range
+from ..pipeline import default_out_dir, detect, frame_range
 from ..settings import SettingError, Settings, load_config
 from ..timecode import format_timecode
 
@@ -251,24 +251,12 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
                           else ""), err=True)
         progress.start("frames", to_scan)
 
-    exported: list[tuple[bool, Path | str]] = []  # (in the result folder?, path)
-
-    def export_before_commit(staging: Path) -> None:
-        """The exports go into the staging folder: if they fail, nothing is committed."""
-        progress.finish()
-        progress.start("export", read_events(staging / "events.json")["frames_read"])
-        video = False if export_video is None else export_video or True
-        written = export(staging, video=video, clips=clips, clip_template=clip_template,
-                         progress=progress.update)
-        # Named as they will be once the staging folder is the result folder.
-        exported.extend((True, p.name) if p.parent == staging else (False, p) for p in written)
-        progress.finish()
-
     try:
-        result = detect(source, settings, out_dir=out_dir, plot=not no_plot, compare=compare,
-                        progress=progress.update, on_start=started,
-                        before_commit=export_before_commit
-                        if export_video is not None or clips else None)
+        result = detect(source, settings, out_dir=out_dir or default_out_dir(source),
+                        plot=not no_plot, compare=compare,
+                        export_video=False if export_video is None else export_video or True,
+                        clips=clips, clip_template=clip_template, progress=progress.update,
+                        on_start=started)
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     except ValueError as error:
@@ -278,8 +266,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     warn_if_short(result, source)
     if not quiet:
         print_summary(result)
-        for staged, path in exported:
-            click.echo(f"Wrote {os.fspath(result.out_dir / path if staged else path)}")
+        for path in result.exported:
+            click.echo(f"Wrote {os.fspath(path)}")
 
 
 def frames_to_scan(settings: Settings, source) -> int | None:
