@@ -190,7 +190,7 @@ def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
         while not finished and time.monotonic() < deadline and batch.poll() is None:
             time.sleep(0.1)
             finished = [f for f in (out / "clips").glob("*.videvent")
-                        if (f / "thumbnails").is_dir()]
+                        if (f / ".videvent-complete").is_file()]
         assert finished, "no video finished before the batch ended or timed out"
     finally:
         os.killpg(batch.pid, signal.SIGKILL)

@@ -25,7 +25,7 @@ from .output import ResultFolder, write_events
 from .output.annotate import Annotator, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, REGIONS_NAME, AnnotatedVideoSink,
                            ClipSink, write_clip_index)
-from .output.folder import check_destination
+from .output.folder import check_destination, mark_complete
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .preprocess import Preprocessor, frame_health, working_size
@@ -295,21 +295,36 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
             on_start(source)
         if destination is None:
             return scan(source, settings, progress=progress)
-        with ResultFolder(destination, replaces=RESULT_FILES) as folder:
-            staging = folder.staging
-            sinks = export_sinks(source, settings, staging, export_video, clips, clip_template)
-            result = scan(source, settings, staging, compare=compare, sinks=sinks,
-                          progress=progress)
-            write_events(staging / "events.json", result.to_dict())
-            written = [path for sink in sinks for path in sink.written]
-            if clips:
-                write_clip_index(staging, {event.number: clip_template.format(
-                    video=source.name, n=event.number) for event in result.events})
-            if plot:
-                from .output.report import write_plot, write_report  # matplotlib: when drawing
+        return write_results(source, settings, destination, plot=plot, compare=compare,
+                             export_video=export_video, clips=clips,
+                             clip_template=clip_template, progress=progress)
 
-                write_plot(staging)
-                write_report(staging)
+
+def write_results(source: FrameSource, settings: Settings, destination: Path, *,
+                  plot: bool = True, compare: tuple[str, ...] = (),
+                  export_video: bool | str | os.PathLike = False, clips: bool = False,
+                  clip_template: str = CLIP_TEMPLATE,
+                  progress: Callable[[int], None] | None = None,
+                  decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
+                  ) -> RunResult:
+    """Scan ``source`` into the result folder ``destination``, which appears complete (with
+    its completion marker, last) or not at all; see ``detect`` and ``scan``."""
+    with ResultFolder(destination, replaces=RESULT_FILES) as folder:
+        staging = folder.staging
+        sinks = export_sinks(source, settings, staging, export_video, clips, clip_template)
+        result = scan(source, settings, staging, compare=compare, sinks=sinks,
+                      progress=progress, decoded=decoded)
+        write_events(staging / "events.json", result.to_dict())
+        written = [path for sink in sinks for path in sink.written]
+        if clips:
+            write_clip_index(staging, {event.number: clip_template.format(
+                video=source.name, n=event.number) for event in result.events})
+        if plot:
+            from .output.report import write_plot, write_report  # matplotlib: when drawing
+
+            write_plot(staging)
+            write_report(staging)
+        mark_complete(staging, {"frames_read": result.frames_read, "plot": plot})
     # Named as they are now that the staging folder is the result folder.
     result.exported = [destination / path.name if path.parent == staging else path
                        for path in written]

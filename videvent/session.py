@@ -218,7 +218,7 @@ class Session:
         # The warm-up of a still scene is interleaved with frozen frames: one run all the same.
         self.warmup = ProblemRuns((FrameStatus.WARMUP,), bridged=UNUSABLE, limit=limit)
         self.source_events: deque[dict] = deque(maxlen=limit)
-        self.frames_read = self.frames_scored = 0
+        self.frames_read = self.frames_scored = self.events_completed = 0
         self.first_vectors: list[np.ndarray | None] = []
         self._pending: deque = deque()   # (frame, score) not yet decided by the segmenter
         self._open: Event | None = None  # the event whose core the last frames were in
@@ -316,6 +316,7 @@ class Session:
         for sink in self.sinks:
             sink.on_event_end(event, files)
         self.events.append(event)
+        self.events_completed += 1
         if self._log is not None:
             self._log.write(json.dumps({**event.to_dict(), **files}) + "\n")
             self._log.flush()
