@@ -518,3 +518,15 @@ def batch_report(outcomes: list[VideoOutcome]) -> str:
         parts.append("</ul>")
     return html_page("videvent batch report", "\n".join(parts))
 
+
+
+def batch(paths: list[str], out: str | os.PathLike = "videvent-batch",
+          settings: Settings | None = None, **options) -> BatchSummary:
+    """``videvent batch`` from Python: every video in ``paths`` (files, globs, folders) into
+    ``out``; ``options`` as for ``run_batch`` (scheduler, workers, plot, chunk_seconds)."""
+    settings = settings or Settings()
+    videos = find_videos([os.fspath(p) for p in paths])
+    if not videos:
+        raise ValueError(f"no videos found in {', '.join(map(os.fspath, paths))}")
+    check_settings(videos, settings)
+    return run_batch(videos, out, settings, **options)

@@ -252,7 +252,7 @@ class LiveMonitor:
             buffer.close(timeout=5)
             self.summary.dropped = buffer.dropped
             try:
-                session.finish()
+                session.finish()   # the last events, and the summary document
                 self.summary.events = session.events_completed
                 summary = self.summary
                 session.status("finished", {
@@ -263,7 +263,6 @@ class LiveMonitor:
                     "results": os.path.abspath(self.out_dir)})
             finally:
                 session.close()
-        session.write_summary()
         from .output.report import write_plot, write_report
         write_plot(self.out_dir)
         write_report(self.out_dir)
@@ -299,3 +298,19 @@ class LiveMonitor:
             on_stats = getattr(sink, "on_stats", None)
             if on_stats is not None:
                 on_stats(stats)
+
+
+def watch(source, settings: Settings | None = None, *,
+          out_dir: str | os.PathLike | None = None, sinks: list[Sink] = (),
+          realtime: bool = False, max_frames: int | None = None,
+          max_reconnects: int | None = 10, clips: bool = True,
+          alerts: dict | None = None) -> SessionSummary:
+    """Watch ``source`` (a camera number, a stream URL or a file) until it ends, the range
+    (``settings.duration``) or ``max_frames`` is reached, or the process is interrupted;
+    results go into ``out_dir`` as the session goes, and ``sinks`` (``videvent.session.Sink``)
+    are told about every frame and event. ``alerts``: ``json_lines``, ``command``,
+    ``webhook`` as for ``videvent watch``."""
+    monitor = LiveMonitor(source, settings or Settings(), out_dir, realtime=realtime,
+                          max_reconnects=max_reconnects, max_frames=max_frames,
+                          alerts=alerts, clips=clips, sinks=sinks)
+    return monitor.run()

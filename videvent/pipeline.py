@@ -268,7 +268,7 @@ def _picture(source: FrameSource, index: int) -> np.ndarray:
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
            compare: tuple[str, ...] = (), export_video: bool | str | os.PathLike = False,
-           clips: bool = False, clip_template: str = CLIP_TEMPLATE,
+           clips: bool = False, clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
            progress: Callable[[int], None] | None = None,
            on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
     """Find the events in a video, folder or pattern of images.
@@ -277,7 +277,8 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     folder is written (the plot and report unless ``plot`` is False), and in the same pass
     the annotated video (``export_video``: True for ``annotated.mp4`` in the folder, or a
     path) and one clip per event (``clips``, named by ``clip_template``); the files exported
-    are in ``result.exported``.
+    are in ``result.exported``. ``sinks`` (``videvent.Sink``) are told about every frame and
+    event as they are decided.
 
     Raises ValueError (SourceError included) with a one-line message on bad input; the result
     folder is then left as it was. An existing ``out_dir`` that videvent did not make is
@@ -294,16 +295,16 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
         if on_start is not None:
             on_start(source)
         if destination is None:
-            return scan(source, settings, progress=progress)
+            return scan(source, settings, sinks=sinks, progress=progress)
         return write_results(source, settings, destination, plot=plot, compare=compare,
                              export_video=export_video, clips=clips,
-                             clip_template=clip_template, progress=progress)
+                             clip_template=clip_template, sinks=sinks, progress=progress)
 
 
 def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                   plot: bool = True, compare: tuple[str, ...] = (),
                   export_video: bool | str | os.PathLike = False, clips: bool = False,
-                  clip_template: str = CLIP_TEMPLATE,
+                  clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
                   progress: Callable[[int], None] | None = None,
                   decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
                   ) -> RunResult:
@@ -311,11 +312,11 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
-        sinks = export_sinks(source, settings, staging, export_video, clips, clip_template)
-        result = scan(source, settings, staging, compare=compare, sinks=sinks,
+        exports = export_sinks(source, settings, staging, export_video, clips, clip_template)
+        result = scan(source, settings, staging, compare=compare, sinks=[*exports, *sinks],
                       progress=progress, decoded=decoded)
         write_events(staging / "events.json", result.to_dict())
-        written = [path for sink in sinks for path in sink.written]
+        written = [path for sink in exports for path in sink.written]
         if clips:
             write_clip_index(staging, {event.number: clip_template.format(
                 video=source.name, n=event.number) for event in result.events})

@@ -255,10 +255,13 @@ class Session:
             sink.on_status(status, detail)
 
     def finish(self) -> None:
-        """Decide every frame still pending and complete the open events."""
+        """Decide every frame still pending and complete the open events (and, live, write
+        the final summary document)."""
         self._decided(self.segmenter.finish())
         if self.writer is not None:
             self.writer.flush()
+        if self.live and self.summary_path is not None:
+            self.write_summary()
 
     def flush(self) -> None:
         if self.writer is not None:
