@@ -20,8 +20,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .alerts import AlertSink, AlertSinks
-from .output.clips import CLIP_TEMPLATE, ClipSink
-from .output.folder import check_destination, mark, remove_stale
+from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
+from .output.folder import COMPLETE, check_destination, mark, remove_stale
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .pipeline import prepare, seed_detector
@@ -76,11 +76,9 @@ class _Preview(Sink):
         import cv2
 
         from .output.annotate import heat_overlay
-        picture = frame.colour if frame.colour is not None else frame.image
+        picture = bgr_picture(frame)
         if picture is None:
             return
-        if picture.ndim == 2:
-            picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
         if score.residual_image is not None:
             picture = heat_overlay(picture, score.residual_image)
         cv2.imshow("videvent watch", picture)
@@ -128,6 +126,8 @@ class LiveMonitor:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale(self.out_dir)
             mark(self.out_dir)
+            # A watch's folder is complete only when it stops: an earlier run's marker goes.
+            (self.out_dir / COMPLETE).unlink(missing_ok=True)
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None

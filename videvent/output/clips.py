@@ -36,12 +36,18 @@ def write_clip_index(folder: Path, names: dict[int, str]) -> None:
     os.replace(temporary, folder / CLIPS_NAME)
 
 
+def bgr_picture(frame) -> np.ndarray | None:
+    """The frame's picture in BGR (its colour one if kept), or None if it has none."""
+    picture = frame.colour if frame.colour is not None else frame.image
+    if picture is None or picture.ndim == 3:
+        return picture
+    return cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
+
+
 def picture_of(frame, width: int, height: int) -> np.ndarray:
     """The frame's BGR picture; black for an undecodable frame (the timeline is kept)."""
-    picture = frame.colour if frame.colour is not None else frame.image
-    if picture is None:
-        return np.zeros((height, width, 3), np.uint8)
-    return cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR) if picture.ndim == 2 else picture
+    picture = bgr_picture(frame)
+    return np.zeros((height, width, 3), np.uint8) if picture is None else picture
 
 
 class ClipSink(Sink):
@@ -68,11 +74,9 @@ class ClipSink(Sink):
         self._starting = event.number, event.start_frame
 
     def on_frame(self, frame, score, event_number) -> None:
-        picture = frame.colour if frame.colour is not None else frame.image
+        picture = bgr_picture(frame)
         if picture is None:
             return
-        if picture.ndim == 2:
-            picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
         self._recent.append((frame.index, picture))
         if self._starting is not None:
             (number, first), self._starting = self._starting, None
