@@ -217,7 +217,7 @@ class Comparison:
 
 
 def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
-         compare: tuple[str, ...] = (), sinks: list[Sink] = (),
+         compare: tuple[str, ...] = (), sinks: list[Sink] = (), explain_all: bool = False,
          progress: Callable[[int], None] | None = None,
          decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None) -> RunResult:
     """Run the detector over ``source`` through a session; into ``folder`` (when given) go
@@ -225,7 +225,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
 
     ``decoded``: the pass's (frame, working vector) pairs, decoded elsewhere (see
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
-    decoded again from ``source`` for its thumbnail.
+    decoded again from ``source`` for its thumbnail. ``explain_all``: every frame gets its
+    residual image (for the annotated video), not only those from ``threshold_low`` up.
     """
     run, segmenter = prepare(source, settings)
     if folder is not None:
@@ -238,8 +239,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     failed = True
     try:
         session.start()
-        for frame, vector, frame_score in score_frames(run, explain=settings.threshold_low,
-                                                       decoded=decoded):
+        explain = True if explain_all else settings.threshold_low
+        for frame, vector, frame_score in score_frames(run, explain=explain, decoded=decoded):
             if comparison is not None:
                 comparison.add(frame, vector, frame_score)
             session.add(frame, vector, frame_score)
@@ -314,7 +315,7 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
         staging = folder.staging
         exports = export_sinks(source, settings, staging, export_video, clips, clip_template)
         result = scan(source, settings, staging, compare=compare, sinks=[*exports, *sinks],
-                      progress=progress, decoded=decoded)
+                      explain_all=bool(export_video), progress=progress, decoded=decoded)
         write_events(staging / "events.json", result.to_dict())
         written = [path for sink in exports for path in sink.written]
         if clips:

@@ -93,8 +93,6 @@ class Settings:
     background_span: Time = setting("60s", "time", "Time the model's window of frames spans.")
     seed: bool = setting(False, "bool", "Seed the model from frames spread over the whole "
                          "file.", off_flag="--no-seed")
-    refit_every: int = setting(1, "int", "Frames learned between refits of the subspace.",
-                               minimum=1, units="frames")
     working_size: int = setting(160, "int", "Long side, in pixels, the detector works at.",
                                 minimum=8, units="pixels")
     downscale_factor: int | None = setting(
@@ -111,6 +109,9 @@ class Settings:
                                 minimum=0.0, maximum=1000.0, min_open=True, optional=True,
                                 units="frames/s")
     backend: str = setting("auto", "choice", "Video decoder.", choices=BACKENDS)
+    # Last, as in the events.json of earlier versions (whose settings are compared on resume).
+    refit_every: int = setting(1, "int", "Frames learned between refits of the subspace.",
+                               minimum=1, units="frames")
 
     def __post_init__(self) -> None:
         self.validate()

@@ -51,7 +51,9 @@ class ThumbnailSink(Sink):
         self._current: int | None = None
 
     def on_frame(self, frame, score, event_number) -> None:
-        if score.residual_image is None:
+        # A stretch of unusual frames: explained, and scoring at least the box level (the
+        # detector may explain every frame, for the annotated video).
+        if score.residual_image is None or not score.score >= self.box_level:
             self._current = None
             return
         if self._current is None or score.score > self.best[self._current][0]:
