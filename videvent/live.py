@@ -3,9 +3,12 @@
 Capture runs on its own thread into a bounded buffer; when scoring falls behind, the oldest
 frames are dropped (and counted) rather than queued without limit, so latency stays bounded.
 A stream that drops is reopened with exponential backoff while the model is kept; "source
-lost" and "source back" are alerts of their own. Results are written as the session goes:
-``scores.csv`` is flushed every second and ``events.json`` rewritten at every event's end, so
-a crash loses at most the last second; the plot and the report come at a clean stop.
+lost" and "source back" are alerts of their own. The scored frames go to a
+``videvent.session.Session`` as ``run``'s do, with the watch's sinks (thumbnails, clips,
+alerts, the preview window). Results are written as the session goes: ``scores.csv`` is
+flushed every second, each event appended to ``events.jsonl`` and ``events.json`` rewritten
+(capped) at its end, so a crash loses at most the last second; the plot and the report come
+at a clean stop.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 10.0
 STATUS_EVERY_S = 1.0
 FLUSH_EVERY_S = 1.0
 LATENCY_SAMPLES = 20_000
+STALLED_AFTER_S = 5.0         # a live source silent this long is said to be stalled
 
 
 @dataclass
@@ -131,7 +135,6 @@ class LiveMonitor:
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None
-        (self.out_dir / "thumbnails").mkdir(exist_ok=True)
         self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))
 
     def _open(self):
@@ -214,14 +217,20 @@ class LiveMonitor:
         blas_one_thread = threadpool_limits(limits=1, user_api="blas")
         buffer = ReadAhead(lambda put: self._capture(run, put), BUFFER_FRAMES,
                            name="videvent-capture")
-        last_flush = last_status = time.monotonic()
+        session.status("connected", {"uri": source.uri, "fps": source.fps})
+        last_flush = last_status = last_item = time.monotonic()
         previous = None
+        stalled = False
         try:
             while not self._stop.is_set():
                 item = buffer.get(timeout=0.2)
                 now = time.monotonic()
                 if item is None:
+                    if source.is_live and not stalled and now - last_item >= STALLED_AFTER_S:
+                        stalled = True  # said once a silence; frames or a loss end it
+                        session.status("stalled", {"seconds": round(now - last_item, 1)})
                     continue
+                last_item, stalled = now, False
                 if item is ReadAhead.END:
                     break
                 if isinstance(item, tuple):
