@@ -190,7 +190,7 @@ def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
         while not finished and time.monotonic() < deadline and batch.poll() is None:
             time.sleep(0.1)
             finished = [f for f in (out / "clips").glob("*.videvent")
-                        if (f / "thumbnails").is_dir()]
+                        if (f / ".videvent-complete").is_file()]
         assert finished, "no video finished before the batch ended or timed out"
     finally:
         os.killpg(batch.pid, signal.SIGKILL)
@@ -202,8 +202,12 @@ def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert len({row["video"] for row in index_rows(out) if row["status"] == "ok"}) == 4
     assert not [p for p in out.rglob("*") if ".partial" in p.name]  # the killed run's staging
-    result = run_cli(*command[3:-1])  # and a third run has nothing left to do
-    assert result.stderr.count("already done, skipped") == 4, result.stderr
+    # A third run trusts the completion markers alone: the folder whose marker is gone (as if
+    # its commit had been cut short) is scanned again, the others are skipped.
+    (finished[0] / ".videvent-complete").unlink()
+    result = run_cli(*command[3:-1])
+    assert result.stderr.count("already done, skipped") == 3, result.stderr
+    assert (finished[0] / ".videvent-complete").is_file()
 
 
 def test_no_videos_is_one_line_and_exit_1(tmp_path):

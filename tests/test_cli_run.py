@@ -157,7 +157,8 @@ def test_outputs_are_complete_and_described(tmp_path):
     assert event["start_timecode"].count(":") == 2 and "." in event["start_timecode"]
     png = (out / "residuals.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    assert sorted(p.name for p in out.iterdir()) == [".videvent-result", "events.json", "report.html",
+    assert sorted(p.name for p in out.iterdir()) == [".videvent-complete", ".videvent-result",
+                                                     "events.json", "report.html",
                                                      "residuals.png", "scores.csv", "thumbnails"]
     assert [p.name for p in (out / "thumbnails").iterdir()] == ["event001.jpg"]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]

@@ -157,21 +157,35 @@ def test_report_opens_in_a_real_browser(tmp_path):
     assert picture is not None and picture.std() > 20  # not a blank page
 
 
-def test_strip_chart_is_blended_into_the_bottom_of_the_frame_with_a_cursor():
+def test_strip_chart_shades_events_draws_the_scores_and_a_cursor_over_the_frame():
     frames = np.arange(300)
     scores = np.where((frames > 100) & (frames < 150), 12.0, 2.0)
-    chart = StripChart(320, 40, frames, scores, 7.0, [{"core_start_frame": 101,
-                                                      "core_end_frame": 149}])
+    whole = StripChart.of_scores(320, 40, frames, scores, 7.0, [{"core_start_frame": 101,
+                                                                "core_end_frame": 149}])
     image = np.full((240, 320, 3), 200, np.uint8)
-    chart.draw(image, 120)
+    whole.draw(image, 60)
     assert (image[:-40] == 200).all()                          # above the chart: untouched
-    cursor = chart.x_of(120)
-    bottom = image[-40:].astype(int)
-    expected = (0.35 * 200 + 0.65 * chart._chart).astype(int)
-    away = np.ones(320, bool)
-    away[cursor - 2:cursor + 3] = False
-    assert np.abs(bottom[:, away] - expected[:, away]).max() <= 1
-    assert (np.abs(bottom[:, cursor] - np.array(CURSOR_BGR)) <= 1).all()
+    chart = image[-40:].astype(int)
+    assert (np.abs(chart[:, whole.x_of(60)] - np.array(CURSOR_BGR)) <= 1).all()
+    inside, outside = chart[:, whole.x_of(125)], chart[:, whole.x_of(250)]
+    # The event's core is shaded red; elsewhere the picture shows through, darkened.
+    assert inside[:, 2].mean() > inside[:, 0].mean() + 20
+    assert abs(outside[:, 2].mean() - outside[:, 0].mean()) < 10
+    assert outside[:, 1].max() > 150                           # the score line
+
+
+def test_a_strip_chart_filled_in_as_frames_come_shows_the_past_only():
+    scores = np.where((np.arange(300) > 100) & (np.arange(300) < 150), 12.0, 2.0)
+    growing = StripChart(320, 40, 0, 299, 7.0, 14.0)
+    for frame in range(121):
+        growing.add(frame, scores[frame], 100 < frame < 150)
+    image = np.full((240, 320, 3), 200, np.uint8)
+    growing.draw(image, 120)
+    chart = image[-40:].astype(int)
+    assert chart[:, growing.x_of(30), 1].max() > 150           # the score line, so far
+    assert chart[:, growing.x_of(110), 2].mean() > chart[:, growing.x_of(110), 0].mean() + 20
+    # Beyond the cursor, nothing yet but the threshold line (red, never bright green).
+    assert chart[:, growing.x_of(250), 1].max() < 120
 
 
 def _pictures(path, colour=True):

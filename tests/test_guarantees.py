@@ -285,10 +285,12 @@ def test_the_alert_thread_survives_any_receiver_and_never_follows_a_redirect_awa
 
 def test_a_scheduler_address_that_is_not_dask_times_out_with_one_line(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
+    import importlib
     import socket
 
-    from videvent import batch
     from videvent.settings import Settings
+
+    batch = importlib.import_module("videvent.batch")  # the module, not videvent.batch()
 
     silent = socket.socket()  # accepts connections, never answers
     silent.bind(("127.0.0.1", 0))

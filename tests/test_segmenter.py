@@ -311,7 +311,12 @@ def test_short_merged_core_stays_undecided_only_until_merging_is_impossible():
         for decision in segmenter.update(index, float(index), score):
             decided_at[decision.index] = (index, decision.flagged)
     assert decided_at[1] == (7, False)
-    assert decided_at[1][0] - 1 < 3 + 5 - 1  # within the documented bound
+    for index, score in enumerate([0, 0], start=len(scores)):
+        for decision in segmenter.update(index, float(index), score):
+            decided_at[decision.index] = (index, decision.flagged)
+    # Every frame, not only frame 1, within the documented bound (merge_gap + min_length - 1).
+    assert sorted(decided_at) == list(range(len(scores) + 2))
+    assert max(at - index for index, (at, _) in decided_at.items()) <= 3 + 5 - 1
 
 
 def test_to_dict_has_timecodes_and_duration():

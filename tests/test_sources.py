@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
+from conftest import WAVING_TREES as SHARED_WAVING_TREES
 from videvent.sources import Frame, SourceError, open_source
 from videvent.sources.images import ImageSequenceSource
 from videvent.sources.opencv import OpenCVSource
@@ -27,7 +28,8 @@ FPS = 25
 WIDTH, HEIGHT = 160, 120
 PATCH = (slice(0, 30), slice(0, 40))  # BGR (40, 120, 220): red > blue
 BODY = (slice(40, HEIGHT), slice(None))  # where the grey level is measured
-WAVING_TREES = Path("/work/shared/datasets/waving_trees/frames")
+# The shared data beside the repository (../shared), as everywhere in the tests.
+WAVING_TREES = SHARED_WAVING_TREES / "frames"
 
 
 def make_image(i: int, size: tuple[int, int] = (WIDTH, HEIGHT)) -> np.ndarray:
@@ -329,7 +331,8 @@ def test_images_of_another_size_are_resized(tmp_path):
     assert frame_number(frames[1].image) == 1
 
 
-@pytest.mark.skipif(not WAVING_TREES.is_dir(), reason="waving_trees dataset absent")
+@pytest.mark.skipif(not WAVING_TREES.is_dir(),
+                    reason="the shared WavingTrees sequence is not here (../shared/datasets)")
 @pytest.mark.parametrize("spec", [str(WAVING_TREES / "b%05d.bmp"), str(WAVING_TREES)])
 def test_waving_trees(spec):
     with open_source(spec) as source:

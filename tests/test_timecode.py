@@ -16,6 +16,10 @@ from videvent.timecode import format_timecode, parse_duration, parse_time
         ("0.5s", 25, 13),  # 12.5 frames: halves round up
         ("0.01s", 30, 0),  # 0.3 frames rounds down
         ("1.15s", 10, 12),  # exact arithmetic: 1.15 * 10 is not 11.4999...
+        ("10m", 25, 15_000),  # minutes and hours, as the watch help suggests
+        ("1h30m", 1, 5400),
+        ("2h", 1, 7200),
+        ("2m30.5s", 10, 1505),
         ("01:30", 25, 2250),
         ("01:30.250", 20, 1805),
         ("00:01:30", 25, 2250),
@@ -43,6 +47,9 @@ def test_parse_time_valid(text, fps, frame):
         ("12 s", "expected frames"),
         ("1e3s", "expected frames"),
         ("1:2:3:4", "expected frames"),
+        ("1.5m", "expected frames"),
+        ("30m1h", "expected frames"),
+        ("m", "expected frames"),
         ("12.5", "for seconds write '12.5s'"),
         (12.5, "for seconds write '12.5s'"),
         (float("nan"), "expected frames"),

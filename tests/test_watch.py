@@ -2,6 +2,7 @@
 
 import http.server
 import json
+import os
 import shutil
 import signal
 import socket
@@ -23,18 +24,51 @@ pytestmark = pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed 
 STREAM_FROM_S = 8
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Stream:
+    """The walker clip as a camera: ffmpeg plays it at its real pace as MPEG-TS, served over
+    HTTP to each client that connects, on a port the server chose (or on ``port``, to come
+    back where it was)."""
 
+    def __init__(self, port: int = 0):
+        self.players: list[subprocess.Popen] = []
+        players = self.players
 
-def serve(port: int) -> subprocess.Popen:
-    """ffmpeg plays the clip at its real pace as an MPEG-TS stream over HTTP, one client."""
-    path, _ = sample("walker")
-    return subprocess.Popen([FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S),
-                             "-i", str(path), "-c", "copy", "-f", "mpegts", "-listen", "1",
-                             f"http://127.0.0.1:{port}"], stdin=subprocess.DEVNULL)
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                path, _ = sample("walker")
+                player = subprocess.Popen(
+                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S), "-i",
+                     str(path), "-c", "copy", "-f", "mpegts", "pipe:1"],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                players.append(player)
+                self.send_response(200)
+                self.send_header("Content-Type", "video/mp2t")
+                self.end_headers()
+                try:
+                    while chunk := player.stdout.read1(65536):
+                        self.wfile.write(chunk)
+                except OSError:
+                    pass  # the client went away
+                finally:
+                    player.kill()
+                    player.wait()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        """The camera goes away: no new connection, and the stream being played ends."""
+        self.server.shutdown()
+        self.server.server_close()
+        for player in self.players:
+            player.kill()
+            player.wait()
 
 
 def stream_event_start_s() -> float:
@@ -81,22 +115,26 @@ class Watch:
 def server():
     started = []
 
-    def start(port):
-        process = serve(port)
-        started.append(process)
-        time.sleep(0.3)  # ffmpeg is listening by then
-        return process
+    def start(port: int = 0) -> Stream:
+        stream = Stream(port)
+        started.append(stream)
+        return stream
 
     yield start
-    for process in started:
-        process.kill()
-        process.wait()
+    for stream in started:
+        stream.stop()
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} within {timeout} s")
+        time.sleep(0.05)
 
 
 def test_events_are_reported_within_a_second_of_their_start_in_the_stream(tmp_path, server):
-    port = free_port()
-    server(port)
-    watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0")
+    watch = Watch(server().url, tmp_path / "live", "--max-reconnects", "0")
     session = watch.wait_for("session_start", 30)
     start = watch.wait_for("start", 30, event=1)
     # ffmpeg starts the stream when the client connects, i.e. as the session starts.
@@ -112,15 +150,17 @@ def test_events_are_reported_within_a_second_of_their_start_in_the_stream(tmp_pa
 
 
 def test_a_lost_stream_is_reported_reconnected_and_detection_goes_on(tmp_path, server):
-    port = free_port()
-    first = server(port)
-    watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "20")
+    first = server()
+    out = tmp_path / "live"
+    watch = Watch(first.url, out, "--max-reconnects", "20")
     watch.wait_for("session_start", 30)
-    time.sleep(2.5)
-    first.kill()          # the camera goes away mid-stream, before the person appears
+    # Mid-stream, before the person appears: a second of frames scored (and flushed).
+    wait_until(lambda: (out / "scores.csv").is_file()
+               and len((out / "scores.csv").read_text().splitlines()) > 15, 20,
+               "a second of the stream scored")
+    first.stop()          # the camera goes away
     watch.wait_for("source_lost", 15)
-    time.sleep(1.0)
-    server(port)          # and comes back: the clip again, from 8 s
+    server(first.port)    # and comes back where it was: the clip again, from 8 s
     watch.wait_for("source_back", 20)
     watch.wait_for("start", 30, event=1)
     watch.wait_for("end", 30, event=1)
@@ -148,10 +188,9 @@ def test_a_webhook_gets_each_events_start_and_end(tmp_path, server):
     Receiver.received = []
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    port = free_port()
-    server(port)
+    stream = server()
     try:
-        watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0",
+        watch = Watch(stream.url, tmp_path / "live", "--max-reconnects", "0",
                       "--webhook", f"http://127.0.0.1:{receiver.server_port}/alerts")
         watch.wait_for("end", 40, event=1)
         watch.finish()
@@ -165,10 +204,9 @@ def test_a_webhook_that_never_answers_does_not_stall_detection(tmp_path, server)
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)  # accepts connections, never answers
-    port = free_port()
-    server(port)
+    stream = server()
     try:
-        watch = Watch(f"http://127.0.0.1:{port}", tmp_path / "live", "--max-reconnects", "0",
+        watch = Watch(stream.url, tmp_path / "live", "--max-reconnects", "0",
                       "--webhook", f"http://127.0.0.1:{silent.getsockname()[1]}/")
         session = watch.wait_for("session_start", 30)
         start = watch.wait_for("start", 30, event=1)
@@ -180,10 +218,8 @@ def test_a_webhook_that_never_answers_does_not_stall_detection(tmp_path, server)
 
 
 def test_sigint_stops_cleanly_with_complete_files(tmp_path, server):
-    port = free_port()
-    server(port)
     out = tmp_path / "live"
-    watch = Watch(f"http://127.0.0.1:{port}", out, "--max-reconnects", "0")
+    watch = Watch(server().url, out, "--max-reconnects", "0")
     watch.wait_for("start", 30, event=1)
     watch.process.send_signal(signal.SIGINT)   # in the middle of the event
     assert watch.finish() == 0
@@ -194,3 +230,29 @@ def test_sigint_stops_cleanly_with_complete_files(tmp_path, server):
     assert len(scores["frame"]) == events["frames_read"] > 0
     assert (out / "report.html").is_file() and (out / "residuals.png").is_file()
     assert [a["type"] for a in watch.alerts].count("end") == 1
+
+
+@pytest.mark.parametrize("limit, frames", [(["-dt", "3s"], 45), (["--max-frames", "40"], 40)])
+def test_a_duration_or_a_frame_limit_ends_a_live_watch_cleanly(tmp_path, server, limit, frames):
+    out = tmp_path / "live"
+    watch = Watch(server().url, out, "--max-reconnects", "3", *limit)
+    assert watch.finish(timeout=60) == 0
+    kinds = [alert["type"] for alert in watch.alerts]
+    assert kinds[0] == "session_start" and kinds[-1] == "session_end"
+    assert "source_lost" not in kinds and "source_back" not in kinds
+    events = json.loads((out / "events.json").read_text())
+    # The stream is read at its pace (15 fps): no frame is dropped, none is read past the end.
+    assert events["frames_read"] == frames == len(read_scores(out / "scores.csv")["frame"])
+    assert events["source_events"] == [] and events["session"]["reconnects"] == 0
+
+
+def test_show_without_a_display_is_one_line_before_anything_starts(tmp_path):
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    result = subprocess.run([sys.executable, "-m", "videvent", "watch", str(sample("walker")[0]),
+                             "-d", str(tmp_path / "live"), "--show"], capture_output=True,
+                            text=True, env=environment, timeout=60)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "--show needs a display" in line
+    assert not (tmp_path / "live").exists()

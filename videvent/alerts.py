@@ -23,6 +23,9 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .output.sink import Sink
+from .timecode import format_timecode
+
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
 COMMAND_TIMEOUT_S = 30.0
@@ -164,3 +167,61 @@ def _end_group(group: int, grace_s: float = 1.0) -> None:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+UPDATE_EVERY_S = 1.0          # "update" alerts while an event goes on
+
+
+class AlertSink(Sink):
+    """A watch session's alerts, from what its session tells: ``session_start``, an event's
+    ``start``, ``update`` (at most one a second) and ``end``, ``source_lost``/``source_back``
+    and ``session_end``. ``clip_of(n)``: the path of event n's clip, if one is written."""
+
+    def __init__(self, receivers: AlertSinks, clip_of=None):
+        self.receivers, self.clip_of = receivers, clip_of
+        self._open: dict | None = None
+
+    def send(self, kind: str, **fields) -> None:
+        self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **fields})
+
+    def on_start(self, info) -> None:
+        self.send("session_start", source=info.uri, fps=info.fps)
+
+    def on_frame(self, frame, score, event_number) -> None:
+        if event_number is None:
+            return
+        current, time_s = self._open, score.time_s
+        if current is None or current["event"] != event_number:
+            self._open = {"event": event_number, "start_time_s": time_s,
+                          "peak_score": score.score, "last_update": time_s}
+            clip = self.clip_of(event_number) if self.clip_of else None
+            self.send("start", event=event_number, frame=score.index, time_s=round(time_s, 3),
+                      timecode=format_timecode(time_s), score=round(score.score, 3),
+                      clip=None if clip is None else os.path.abspath(clip))
+            return
+        current["peak_score"] = max(current["peak_score"], score.score)
+        if time_s - current["last_update"] >= UPDATE_EVERY_S:
+            current["last_update"] = time_s
+            self.send("update", event=event_number, frame=score.index, time_s=round(time_s, 3),
+                      timecode=format_timecode(time_s), score=round(score.score, 3),
+                      peak_score=round(current["peak_score"], 3),
+                      duration_s=round(time_s - current["start_time_s"], 3))
+
+    def on_event_end(self, event, files: dict[str, str]) -> None:
+        if self._open is not None and self._open["event"] == event.number:
+            self._open = None
+        # Rounded as the other alerts are: a receiver is shown 5.2 s, not 5.199999999999999.
+        fields = {key: round(value, 3) if isinstance(value, float) else value
+                  for key, value in event.to_dict().items() if key != "number"}
+        self.send("end", event=event.number, **fields,
+                  **{name: os.path.abspath(files[name]) if name in files else None
+                     for name in ("thumbnail", "clip")})
+
+    def on_status(self, status: str, detail: dict) -> None:
+        if status in ("lost", "back"):
+            self.send(f"source_{status}", **detail)
+        elif status == "finished":
+            self.send("session_end", **detail)
+
+    def close(self) -> None:
+        self.receivers.close()

@@ -41,9 +41,9 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
-from .output.folder import made_by_videvent, partial_path, remove_stale
+from .output.folder import completion, made_by_videvent, partial_path, remove_stale
 from .output.report import html_page
-from .pipeline import RESULT_FILES, detect, frame_range, prepare, scan
+from .pipeline import detect, frame_range, prepare, write_results
 from .settings import Settings
 from .sources import Frame, open_source
 from .sources.images import IMAGE_EXTENSIONS
@@ -180,22 +180,18 @@ def finished_outcome(video: Video, result_dir: Path, settings: Settings,
                      plot: bool = True) -> VideoOutcome | None:
     """The outcome read back from a complete result folder made with ``settings``, else None.
 
-    Complete: events.json readable, a scores.csv row for every frame read, the thumbnails
-    folder (and the plot and report when asked for); a run killed while its folder was being
-    moved into place fails one of these.
+    Complete: the folder's completion marker, written last (with the plot and report when
+    they are asked for now), agrees with its events.json.
     """
+    facts = completion(result_dir)
+    if facts is None or (plot and not facts.get("plot")):
+        return None
     try:
         document = read_events(result_dir / "events.json")
         frames = int(document["frames_read"])
-        with open(result_dir / "scores.csv", encoding="utf-8") as handle:
-            rows = sum(1 for _ in handle) - 1
     except (ValueError, KeyError, TypeError, OSError):
         return None
-    # The folder's files are moved in by name; thumbnails/ comes last.
-    expected = [result_dir / "residuals.png", result_dir / "report.html"] if plot else []
-    if (rows != frames or document.get("settings") != settings_record(settings)
-            or not (result_dir / "thumbnails").is_dir()
-            or not all(path.is_file() for path in expected)):
+    if frames != facts.get("frames_read") or document.get("settings") != settings_record(settings):
         return None
     return VideoOutcome(video, document["events"], frames,
                         _duration(frames, document["source"].get("fps")), skipped=True)
@@ -250,22 +246,14 @@ def score_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
     """
     from distributed import worker_client
 
-    from .output import ResultFolder, write_events
-
     try:
         # worker_client: this task waits on others, so it gives up its worker slot meanwhile.
         with worker_client() as client, open_source(
                 video.spec, colour=settings.colour, backend=settings.backend,
                 fps=settings.fps) as source:
-            with ResultFolder(out_dir, replaces=RESULT_FILES) as folder:
-                decoded = _decoded_chunks(client, video.spec, settings, ranges, lookahead)
-                result = scan(source, settings, folder, decoded=decoded)
-                write_events(folder.path("events.json"), result.to_dict())
-                if plot:
-                    from .output.report import write_plot, write_report
-
-                    write_plot(folder.staging)
-                    write_report(folder.staging)
+            decoded = _decoded_chunks(client, video.spec, settings, ranges, lookahead)
+            result = write_results(source, settings, Path(out_dir), plot=plot,
+                                   decoded=decoded)
     except BoundaryMismatch:
         return scan_video(video, out_dir, settings, plot)
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
@@ -530,3 +518,15 @@ def batch_report(outcomes: list[VideoOutcome]) -> str:
         parts.append("</ul>")
     return html_page("videvent batch report", "\n".join(parts))
 
+
+
+def batch(paths: list[str], out: str | os.PathLike = "videvent-batch",
+          settings: Settings | None = None, **options) -> BatchSummary:
+    """``videvent batch`` from Python: every video in ``paths`` (files, globs, folders) into
+    ``out``; ``options`` as for ``run_batch`` (scheduler, workers, plot, chunk_seconds)."""
+    settings = settings or Settings()
+    videos = find_videos([os.fspath(p) for p in paths])
+    if not videos:
+        raise ValueError(f"no videos found in {', '.join(map(os.fspath, paths))}")
+    check_settings(videos, settings)
+    return run_batch(videos, out, settings, **options)

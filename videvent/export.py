@@ -1,16 +1,16 @@
-"""Export what a run found: the annotated video (with ``regions.csv``, the boxes drawn on
-it) and one clip per event.
+"""Export what an earlier run found: the annotated video (with ``regions.csv``, the boxes
+drawn on it) and one clip per event (``videvent export``; ``run`` writes them in its own
+pass).
 
 A second pass over the source: the same detector with the same settings scores the same
 frames again, so the heat map of every frame is the residual of the very subspace that scored
 it (no second model), while which frames are flagged, and in which event, comes from the
-run's ``scores.csv``. Files appear only when complete (written under a temporary name).
+run's ``scores.csv``; the frames go to the same sinks as ``run``'s. Files appear only when
+complete (written under a temporary name).
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import string
 from pathlib import Path
@@ -19,17 +19,18 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events, read_scores
-from .output.folder import partial_path, remove_stale
-from .output.annotate import Annotator
-from .output.video import VideoWriter
-from .pipeline import RESULT_FILES, fingerprint, prepare_pass, score_frames
+from .output.annotate import Annotator, StripChart, chart_height
+from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, CLIPS_NAME, REGIONS_NAME,
+                           AnnotatedVideoSink, ClipSink, write_clip_index)
+from .output.folder import remove_stale
+from .pipeline import RESULT_FILES, prepare_pass, score_frames
+from .segmenter import Event
+from .session import fingerprint
 from .settings import Settings
 from .sources import open_source
 
-ANNOTATED_NAME = "annotated.mp4"
-REGIONS_NAME = "regions.csv"
-CLIPS_NAME = "clips.json"
-CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
+__all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_TEMPLATE", "REGIONS_NAME",
+           "check_clip_template", "check_video_path", "export"]
 
 
 def _settings_of(document: dict) -> Settings:
@@ -108,29 +109,34 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     if video is not True and video:
         check_video_path(video, uri)
     remove_stale(folder)
-    events = document["events"]
+    events = [Event(**{k: v for k, v in e.items() if k in Event.__dataclass_fields__})
+              for e in document["events"]]
     flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
-    written: list[Path] = []
+    clip_folder = Path(clips_dir) if clips_dir is not None else folder
     with open_source(uri, colour=settings.colour, backend=settings.backend, fps=settings.fps,
                      keep_colour=True) as source:
         run = prepare_pass(source, settings)
-        annotated = regions_file = None
+        sinks = []
         if video:
-            video_path = folder / ANNOTATED_NAME if video is True else Path(video)
-            annotated = VideoWriter(video_path, source.width, source.height, source.fps)
-            annotator = Annotator(source.width, source.height, scores, events,
-                                  settings.threshold, settings.threshold_low)
-            # The boxes, for programs: where the change is in each event frame.
-            regions_file = open(partial_path(folder / REGIONS_NAME), "w", newline="")
-            regions = csv.writer(regions_file)
-            regions.writerow(("frame", "event", "rank", "x", "y", "width", "height"))
-        clip_folder = Path(clips_dir) if clips_dir is not None else folder
-        open_clip: tuple[dict, VideoWriter] | None = None
+            height = chart_height(source.height)
+            chart = StripChart.of_scores(source.width, height, scores["frame"], scores["score"],
+                                         settings.threshold, document["events"]
+                                         ) if height else None
+            sinks.append(AnnotatedVideoSink(
+                folder / ANNOTATED_NAME if video is True else Path(video),
+                folder / REGIONS_NAME,
+                Annotator(source.width, source.height, chart, settings.threshold_low),
+                source.fps))
+        if clips:
+            sinks.append(ClipSink(clip_folder,
+                                  lambda n: clip_template.format(video=source.name, n=n),
+                                  source.fps, 0))
         frames_seen = 0
         recorded = document["source"].get("fingerprint")
         first_vectors: list = []
+        upcoming = list(events)
         try:
-            for frame, vector, verdict in score_frames(run, explain=annotated is not None):
+            for frame, vector, verdict in score_frames(run, explain=bool(video)):
                 frames_seen += 1
                 if recorded is not None and len(first_vectors) < len(recorded):
                     first_vectors.append(vector)
@@ -138,75 +144,37 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                             fingerprint(first_vectors, run.frame_shape), recorded):
                         raise ValueError("the source has changed since the run: its first "
                                          "frames are not those the run scanned")
-                picture = frame.colour
-                if picture is None:  # undecodable frame: keep the timeline, show black
-                    picture = np.zeros((source.height, source.width, 3), np.uint8)
-                if annotated is not None:
-                    number = flagged_event.get(frame.index) or None
-                    # No heat map where the detector did not score the frame: during its
-                    # warm-up the model is a frame or two, and the residual is the picture.
-                    scored = verdict.status == "ok"
-                    image, boxes = annotator.draw(
-                        picture, frame.index, frame.time_s, number,
-                        verdict.residual_image if scored else None,
-                        verdict.block_scores if scored else None)
-                    annotated.write(image)
-                    regions.writerows((frame.index, number, rank, box.x, box.y, box.width,
-                                       box.height) for rank, box in enumerate(boxes, 1))
-                if clips:
-                    open_clip = _feed_clip(open_clip, events, frame.index, picture, clip_folder,
-                                           clip_template, source, written)
+                # The run's events, replayed at their padded starts and ends.
+                while upcoming and upcoming[0].end_frame < frame.index:
+                    upcoming.pop(0)
+                starting = upcoming[0] if upcoming and upcoming[0].start_frame == frame.index \
+                    else None
+                number = flagged_event.get(frame.index) or None
+                for sink in sinks:
+                    if starting is not None:
+                        sink.on_event_start(starting)
+                    sink.on_frame(frame, verdict, number)
+                    if upcoming and upcoming[0].end_frame == frame.index:
+                        sink.on_event_end(upcoming[0], {})
                 if progress is not None:
                     progress(1)
             if frames_seen != document["frames_read"]:
                 raise ValueError(f"the source has changed since the run: it now has "
                                  f"{frames_seen} frames in the range scanned, the run read "
                                  f"{document['frames_read']}")
-            if open_clip is not None:
-                written.append(open_clip[1].close())
-                open_clip = None
-            if annotated is not None:
-                written.insert(0, annotated.close())
-                annotated = None
-                regions_file.close()
-                os.replace(regions_file.name, folder / REGIONS_NAME)
-                written.insert(1, folder / REGIONS_NAME)
-        finally:
-            for writer in (annotated, open_clip[1] if open_clip else None):
-                if writer is not None:
-                    writer.discard()
-            if regions_file is not None and not regions_file.closed:
-                regions_file.close()
-                Path(regions_file.name).unlink(missing_ok=True)
+        except BaseException:
+            for sink in sinks:
+                sink.discard()
+            raise
+        for sink in sinks:
+            sink.close()
     if clips and clip_folder == folder:
-        # Which clip is which event's, for the report's links (the template is the user's).
-        names = {str(event["number"]): clip_template.format(video=source.name, n=event["number"])
-                 for event in events}
-        temporary = partial_path(folder / CLIPS_NAME)
-        temporary.write_text(json.dumps({n: name for n, name in names.items()
-                                         if (folder / name).is_file()}), encoding="utf-8")
-        os.replace(temporary, folder / CLIPS_NAME)
-    return written
+        write_clip_index(folder, {event.number: clip_template.format(video=source.name,
+                                                                     n=event.number)
+                                  for event in events})
+    return [path for sink in sinks for path in sink.written]
 
 
 def _same_fingerprint(ours: list, recorded: list) -> bool:
     return all((a is None) == (b is None) and (a is None or np.allclose(a, b, atol=2e-3))
                for a, b in zip(ours, recorded))
-
-
-def _feed_clip(open_clip, events, index, picture, folder, template, source, written):
-    """Write ``picture`` to the clip of the event whose padded range holds ``index``."""
-    if open_clip is not None and index > open_clip[0]["end_frame"]:
-        written.append(open_clip[1].close())
-        open_clip = None
-    if open_clip is None:
-        for event in events:
-            if event["start_frame"] <= index <= event["end_frame"]:
-                name = template.format(video=source.name, n=event["number"])
-                folder.mkdir(parents=True, exist_ok=True)
-                open_clip = (event, VideoWriter(folder / name, source.width, source.height,
-                                                source.fps))
-                break
-    if open_clip is not None:
-        open_clip[1].write(picture)
-    return open_clip

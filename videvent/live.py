@@ -3,9 +3,12 @@
 Capture runs on its own thread into a bounded buffer; when scoring falls behind, the oldest
 frames are dropped (and counted) rather than queued without limit, so latency stays bounded.
 A stream that drops is reopened with exponential backoff while the model is kept; "source
-lost" and "source back" are alerts of their own. Results are written as the session goes:
-``scores.csv`` is flushed every second and ``events.json`` rewritten at every event's end, so
-a crash loses at most the last second; the plot and the report come at a clean stop.
+lost" and "source back" are alerts of their own. The scored frames go to a
+``videvent.session.Session`` as ``run``'s do, with the watch's sinks (thumbnails, clips,
+alerts, the preview window). Results are written as the session goes: ``scores.csv`` is
+flushed every second, each event appended to ``events.jsonl`` and ``events.json`` rewritten
+(capped) at its end, so a crash loses at most the last second; the plot and the report come
+at a clean stop.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from . import __version__
-from .alerts import AlertSinks
-from .output import ScoresWriter, write_events
-from .output.folder import check_destination, mark, partial_path, remove_stale
-from .output.video import VideoWriter
-from .pipeline import PeakFrames, ProblemRuns, prepare, seed_detector, write_thumbnail
+from .alerts import AlertSink, AlertSinks
+from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
+from .output.folder import COMPLETE, check_destination, mark, remove_stale
+from .output.sink import Sink
+from .output.thumbnails import ThumbnailSink
+from .pipeline import prepare, seed_detector
 from .preprocess import frame_health
-from .segmenter import Event
+from .reader import ReadAhead
+from .session import Session
 from .settings import Settings
 from .sources import Frame, SourceError, open_source
 from .timecode import format_timecode
@@ -35,8 +39,8 @@ BUFFER_FRAMES = 64            # frames captured ahead of the detector, at most
 FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 10.0
 STATUS_EVERY_S = 1.0
 FLUSH_EVERY_S = 1.0
-UPDATE_EVERY_S = 1.0          # "update" alerts while an event goes on
 LATENCY_SAMPLES = 20_000
+STALLED_AFTER_S = 5.0         # a live source silent this long is said to be stalled
 
 
 @dataclass
@@ -60,35 +64,34 @@ class SessionSummary:
             return 0.0
         return 1000 * float(np.quantile(np.fromiter(self.latencies_s, float), quantile))
 
+    def to_dict(self) -> dict:
+        return {"dropped_frames": self.dropped, "reconnects": self.reconnects,
+                "latency_ms_median": round(self.latency_ms(0.5), 2),
+                "latency_ms_p99": round(self.latency_ms(0.99), 2)}
 
-class _DropOldestBuffer:
-    """A bounded hand-over between the capture thread and the detector."""
 
-    def __init__(self, size: int):
-        self._items: deque = deque(maxlen=size)
-        self._ready = threading.Condition()
-        self.dropped = 0
+class _Preview(Sink):
+    """``--show``: each frame with its heat map in a window; q stops the session."""
 
-    def put(self, item, *, wait: threading.Event | None = None) -> None:
-        """Hand over ``item``. Full: drop the oldest frame, or, given ``wait`` (a file read
-        as fast as it can be scored), wait for room until that event is set."""
-        with self._ready:
-            while wait is not None and len(self._items) == self._items.maxlen:
-                if wait.is_set():
-                    return
-                self._ready.wait(0.1)
-            if isinstance(item, _Captured) and len(self._items) == self._items.maxlen:
-                self.dropped += 1  # deque drops the oldest on append
-            self._items.append(item)
-            self._ready.notify_all()
+    def __init__(self, stop):
+        self.stop = stop
 
-    def get(self, timeout: float):
-        with self._ready:
-            if not self._items:
-                self._ready.wait(timeout)
-            item = self._items.popleft() if self._items else None
-            self._ready.notify_all()
-            return item
+    def on_frame(self, frame, score, event_number) -> None:
+        import cv2
+
+        from .output.annotate import heat_overlay
+        picture = bgr_picture(frame)
+        if picture is None:
+            return
+        if score.residual_image is not None:
+            picture = heat_overlay(picture, score.residual_image)
+        cv2.imshow("videvent watch", picture)
+        if cv2.waitKey(1) & 0xFF == ord("q"):
+            self.stop()
+
+    def close(self) -> None:
+        import cv2
+        cv2.destroyAllWindows()
 
 
 class LiveMonitor:
@@ -98,12 +101,14 @@ class LiveMonitor:
                  realtime: bool = False, max_reconnects: int | None = 10,
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, show: bool = False,
-                 status=None):
+                 status=None, sinks: list[Sink] = ()):
         self.spec, self.settings = spec, settings
         self.realtime, self.max_reconnects = realtime, max_reconnects
         self.max_frames = max_frames
         self.clips, self.show, self.status = clips, show, status
+        self.sinks = list(sinks)   # the caller's own sinks, told after the session's
         self.summary = SessionSummary()
+        self._frames_at_tick = 0
         self._stop = threading.Event()
         self._source = self._open()   # raises SourceError now, before anything is written
         try:
@@ -125,10 +130,11 @@ class LiveMonitor:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale(self.out_dir)
             mark(self.out_dir)
+            # A watch's folder is complete only when it stops: an earlier run's marker goes.
+            (self.out_dir / COMPLETE).unlink(missing_ok=True)
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None
-        (self.out_dir / "thumbnails").mkdir(exist_ok=True)
         self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))
 
     def _open(self):
@@ -139,97 +145,99 @@ class LiveMonitor:
         self._stop.set()
 
     # -- capture thread --------------------------------------------------------------------
-    def _capture(self, run, buffer: _DropOldestBuffer) -> None:
-        source, index, started = self._source, 0, time.monotonic()
+    def _capture(self, run, put) -> None:
+        """Read frames into the buffer (``put``), reopening a live source that drops, until
+        the source ends, the range or the frame limit is reached, or the session stops."""
+        source, index, started = self._source, run.start, time.monotonic()
         backoff = FIRST_BACKOFF_S
-        try:
-            while not self._stop.is_set():
-                first_time = first_wall = None
-                try:
-                    frames = source.frames(run.start, run.end) if index == 0 else source.frames()
-                    for frame in frames:
-                        if self._stop.is_set():
+        # The range (-st/-et/-dt) and --max-frames end the capture in frames of the session:
+        # the end of a range is not a source lost.
+        end = run.end
+        if self.max_frames is not None:
+            end = min(end, run.start + self.max_frames) if end is not None \
+                else run.start + self.max_frames
+        # Only a live picture (or one played at its pace) goes stale: a file read flat out
+        # waits for the detector instead of losing frames.
+        paced = source.is_live or self.realtime
+        while not self._stop.is_set():
+            first_time = first_wall = None
+            try:
+                frames = source.frames(run.start, end) if index == run.start \
+                    else source.frames()
+                for frame in frames:
+                    now = time.monotonic()
+                    if self.realtime and not source.is_live:
+                        if first_time is None:
+                            first_time, first_wall = frame.time_s, now
+                        delay = first_wall + (frame.time_s - first_time) - now
+                        if delay > 0 and self._stop.wait(delay):
                             break
                         now = time.monotonic()
-                        if self.realtime and not source.is_live:
-                            if first_time is None:
-                                first_time, first_wall = frame.time_s, now
-                            delay = first_wall + (frame.time_s - first_time) - now
-                            if delay > 0:
-                                time.sleep(delay)
-                                now = time.monotonic()
-                        # Live sources restart their clocks on reconnection: number and time
-                        # frames by the session instead.
-                        if source.is_live:
-                            frame = Frame(index, now - started, frame.image, frame.colour)
-                        vector = None if frame.image is None else run.preprocess(frame.image)
-                        # Only a live picture (or one played at its pace) goes stale: a file
-                        # read flat out waits for the detector instead of losing frames.
-                        paced = source.is_live or self.realtime
-                        buffer.put(_Captured(frame, vector, now),
-                                   wait=None if paced else self._stop)
-                        index = frame.index + 1
-                except (SourceError, OSError, ValueError):
-                    pass  # treated as the source ending, below
-                source.close()
-                if self._stop.is_set() or not source.is_live:
-                    break
-                buffer.put(("lost", index, time.monotonic() - started), wait=self._stop)
-                source = None
-                while source is None and not self._stop.is_set():
-                    if (self.max_reconnects is not None
-                            and self.summary.reconnects >= self.max_reconnects):
-                        self.summary.gave_up = True
-                        return
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, MAX_BACKOFF_S)
-                    self.summary.reconnects += 1
-                    try:
-                        source = self._open()
-                    except SourceError:
-                        continue
-                    backoff = FIRST_BACKOFF_S
-                    buffer.put(("back", index, time.monotonic() - started), wait=self._stop)
-        finally:
-            # Markers wait for room rather than evict a frame (unless the session is stopping).
-            buffer.put(("end", index, time.monotonic() - started), wait=self._stop)
+                    # Live sources restart their clocks on reconnection: number and time
+                    # frames by the session instead.
+                    if source.is_live:
+                        frame = Frame(index, now - started, frame.image, frame.colour)
+                    vector = None if frame.image is None else run.preprocess(frame.image)
+                    if not put(_Captured(frame, vector, now), drop_oldest=paced):
+                        break
+                    index = frame.index + 1
+                    if end is not None and index >= end:
+                        break
+            except (SourceError, OSError, ValueError):
+                pass  # treated as the source ending, below
+            source.close()
+            if self._stop.is_set() or not source.is_live or (end is not None and index >= end):
+                return
+            put(("lost", index, time.monotonic() - started))
+            source = None
+            while source is None and not self._stop.is_set():
+                if (self.max_reconnects is not None
+                        and self.summary.reconnects >= self.max_reconnects):
+                    self.summary.gave_up = True
+                    return
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                self.summary.reconnects += 1
+                try:
+                    source = self._open()
+                except SourceError:
+                    continue
+                backoff = FIRST_BACKOFF_S
+                put(("back", index, time.monotonic() - started))
 
     # -- the session -----------------------------------------------------------------------
     def run(self) -> SessionSummary:
         settings, source = self.settings, self._source
-        fps = source.fps
         run, segmenter = self._prepared
+        segmenter.keep_events = False  # the session keeps what it needs, bounded
         seed_detector(run)  # a file watched is seeded as run seeds it; a live source is not
-        pre_roll = settings.frames("time_before_event", fps)
-        writer = ScoresWriter(self.out_dir / "scores.csv")
-        buffer = _DropOldestBuffer(BUFFER_FRAMES)
-        capture = threading.Thread(target=self._capture, args=(run, buffer), daemon=True,
-                                   name="videvent-capture")
-        state = _SessionState(self, run, segmenter, writer, pre_roll)
-        state.alert("session_start", source=source.uri, fps=fps)
+        session = self._session(run, segmenter)
+        session.start()
         # As in run: one BLAS thread for the detector's small matrices, and the same numbers.
         blas_one_thread = threadpool_limits(limits=1, user_api="blas")
-        capture.start()
-        started = time.monotonic()
-        last_flush = last_status = started
-        previous = first_time = None
-        duration = settings.frames("duration", fps)
-        limit_s = None if duration is None else duration / fps
+        buffer = ReadAhead(lambda put: self._capture(run, put), BUFFER_FRAMES,
+                           name="videvent-capture")
+        session.status("connected", {"uri": source.uri, "fps": source.fps})
+        last_flush = last_status = last_item = time.monotonic()
+        previous = None
+        stalled = False
         try:
             while not self._stop.is_set():
                 item = buffer.get(timeout=0.2)
                 now = time.monotonic()
                 if item is None:
+                    if source.is_live and not stalled and now - last_item >= STALLED_AFTER_S:
+                        stalled = True  # said once a silence; frames or a loss end it
+                        session.status("stalled", {"seconds": round(now - last_item, 1)})
                     continue
+                last_item, stalled = now, False
+                if item is ReadAhead.END:
+                    break
                 if isinstance(item, tuple):
                     kind, index, time_s = item
-                    if kind == "end":
-                        break
-                    state.source_change(kind, index, time_s)
+                    session.status(kind, {"frame": index, "time_s": round(time_s, 3),
+                                          "timecode": format_timecode(time_s)})
                     continue
-                first_time = item.frame.time_s if first_time is None else first_time
-                if limit_s is not None and item.frame.time_s - first_time >= limit_s:
-                    break
                 health = frame_health(item.vector, previous)
                 if item.vector is not None:
                     previous = item.vector
@@ -237,198 +245,81 @@ class LiveMonitor:
                                                      item.vector, health,
                                                      explain=settings.threshold_low)
                 self.summary.latencies_s.append(time.monotonic() - item.captured_at)
-                state.add(item.frame, verdict)
+                session.add(item.frame, item.vector, verdict)
                 self.summary.frames += 1
-                if self.show:
-                    self._preview(item.frame, verdict)
+                self.summary.events = session.events_completed
                 if now - last_flush >= FLUSH_EVERY_S:
-                    writer.flush()
+                    session.flush()
                     last_flush = now
-                if self.status is not None and now - last_status >= STATUS_EVERY_S:
+                if now - last_status >= STATUS_EVERY_S:
                     self.summary.dropped = buffer.dropped
-                    self.status(self.summary)
+                    self._tick(session, now - last_status)
                     last_status = now
-                if self.max_frames is not None and self.summary.frames >= self.max_frames:
-                    break
         finally:
             blas_one_thread.restore_original_limits()
             self._stop.set()
-            capture.join(timeout=5)
+            buffer.close(timeout=5)
             self.summary.dropped = buffer.dropped
-            state.finish()
-            writer.close()
-            summary = self.summary
-            state.alert("session_end", frames=summary.frames, events=summary.events,
-                        dropped=summary.dropped, reconnects=summary.reconnects,
-                        latency_ms_median=round(summary.latency_ms(0.5), 2),
-                        latency_ms_p99=round(summary.latency_ms(0.99), 2),
-                        results=os.path.abspath(self.out_dir))
-            self._alerts.close()
-            if self.show:
-                import cv2
-                cv2.destroyAllWindows()
-        self._write_final(state)
-        return self.summary
-
-    def _preview(self, frame: Frame, verdict) -> None:
-        import cv2
-
-        from .output.annotate import heat_overlay
-        picture = frame.colour if frame.colour is not None else frame.image
-        if picture is None:
-            return
-        if picture.ndim == 2:
-            picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
-        if verdict.residual_image is not None:
-            picture = heat_overlay(picture, verdict.residual_image)
-        cv2.imshow("videvent watch", picture)
-        if cv2.waitKey(1) & 0xFF == ord("q"):
-            self.stop()
-
-    def _write_final(self, state: "_SessionState") -> None:
-        state.write_events_json()
+            try:
+                session.finish()   # the last events, and the summary document
+                self.summary.events = session.events_completed
+                summary = self.summary
+                session.status("finished", {
+                    "frames": summary.frames, "events": summary.events,
+                    "dropped": summary.dropped, "reconnects": summary.reconnects,
+                    "latency_ms_median": round(summary.latency_ms(0.5), 2),
+                    "latency_ms_p99": round(summary.latency_ms(0.99), 2),
+                    "results": os.path.abspath(self.out_dir)})
+            finally:
+                session.close()
         from .output.report import write_plot, write_report
         write_plot(self.out_dir)
         write_report(self.out_dir)
+        return self.summary
+
+    def _session(self, run, segmenter) -> Session:
+        """The session and its sinks: thumbnails, clips, alerts, the preview window."""
+        settings, source = self.settings, self._source
+        sinks: list[Sink] = [ThumbnailSink(self.out_dir / "thumbnails", settings.threshold_low)]
+        clips = None
+        if self.clips:
+            clips = ClipSink(self.out_dir,
+                             lambda n: CLIP_TEMPLATE.format(video=source.name, n=n), source.fps,
+                             settings.frames("time_before_event", source.fps))
+            sinks.append(clips)
+        sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None))
+        if self.show:
+            sinks.append(_Preview(self.stop))
+        sinks += self.sinks
+        return Session(run, segmenter, scores_path=self.out_dir / "scores.csv", sinks=sinks,
+                       live=True, summary_path=self.out_dir / "events.json",
+                       summary_extra=lambda: {"session": self.summary.to_dict()})
+
+    def _tick(self, session: Session, seconds: float) -> None:
+        """About once a second: the status line, and the sinks that want the statistics."""
+        if self.status is not None:
+            self.status(self.summary)
+        stats = {"fps": self.summary.frames - self._frames_at_tick,
+                 "dropped": self.summary.dropped, "latency_ms": self.summary.latency_ms(0.5)}
+        stats["fps"] /= max(seconds, 1e-9)
+        self._frames_at_tick = self.summary.frames
+        for sink in session.sinks:
+            on_stats = getattr(sink, "on_stats", None)
+            if on_stats is not None:
+                on_stats(stats)
 
 
-class _SessionState:
-    """Segmenting, alerting, clips and thumbnails as frames are scored."""
-
-    def __init__(self, monitor: LiveMonitor, run, segmenter, writer, pre_roll: int):
-        self.monitor, self.run, self.segmenter, self.writer = monitor, run, segmenter, writer
-        self.pre_roll = pre_roll
-        self.pending: deque = deque()
-        self.recent: deque = deque(maxlen=pre_roll + 64)   # frames for the clips' pre-roll
-        self.problems, self.peaks = ProblemRuns(), PeakFrames()
-        self.absorbed: list[dict] = []
-        self.source_events: list[dict] = []
-        self.open_event: dict | None = None
-        self.clip: tuple[int, VideoWriter] | None = None   # (event number, writer)
-        self.written_up_to = -1
-        self.frames_read = 0
-
-    def alert(self, kind: str, **fields) -> None:
-        self.monitor._alerts.send({"type": kind, "wall_time": round(time.time(), 3), **fields})
-
-    def source_change(self, kind: str, index: int, time_s: float) -> None:
-        name = {"lost": "source_lost", "back": "source_back"}[kind]
-        record = {"type": name, "frame": index, "time_s": round(time_s, 3),
-                  "timecode": format_timecode(time_s)}
-        self.source_events.append(record)
-        self.alert(name, frame=index, time_s=record["time_s"], timecode=record["timecode"])
-
-    def add(self, frame: Frame, verdict) -> None:
-        self.frames_read += 1
-        if verdict.absorbed:
-            self.absorbed.append({"frame": frame.index, "time_s": frame.time_s,
-                                  "timecode": format_timecode(frame.time_s)})
-        self.problems.add(verdict)
-        self.peaks.add(frame, verdict)
-        if self.monitor.clips and frame.colour is not None:
-            self.recent.append((frame.index, frame.colour))
-            if self.clip is not None:
-                self.clip[1].write(frame.colour)
-        self.pending.append(verdict)
-        self._decided(self.segmenter.update(frame.index, frame.time_s, verdict.score,
-                                            absorbed=verdict.absorbed))
-
-    def _decided(self, decisions) -> None:
-        for decision in decisions:
-            verdict = self.pending.popleft()
-            self.writer.write(verdict, decision.flagged, decision.event_number)
-            if decision.flagged:
-                self._event_frame(decision.event_number, verdict)
-        for event in self.segmenter.pop_completed():
-            self._event_done(event)
-
-    def _event_frame(self, number: int, verdict) -> None:
-        current = self.open_event
-        if current is None or current["event"] != number:
-            self.open_event = current = {"event": number, "start_frame": verdict.index,
-                                         "start_time_s": verdict.time_s,
-                                         "peak_score": verdict.score, "last_update": verdict.time_s}
-            self._open_clip(number, verdict.index)
-            self.alert("start", event=number, frame=verdict.index,
-                       time_s=round(verdict.time_s, 3), timecode=format_timecode(verdict.time_s),
-                       score=round(verdict.score, 3),
-                       clip=None if self.clip is None else os.path.abspath(self.clip[1].path))
-            return
-        current["peak_score"] = max(current["peak_score"], verdict.score)
-        if verdict.time_s - current["last_update"] >= UPDATE_EVERY_S:
-            current["last_update"] = verdict.time_s
-            self.alert("update", event=number, frame=verdict.index,
-                       time_s=round(verdict.time_s, 3), timecode=format_timecode(verdict.time_s),
-                       score=round(verdict.score, 3), peak_score=round(current["peak_score"], 3),
-                       duration_s=round(verdict.time_s - current["start_time_s"], 3))
-
-    def _open_clip(self, number: int, first_flagged: int) -> None:
-        if not self.monitor.clips or not self.recent:
-            return
-        self._close_clip()
-        height, width = self.recent[-1][1].shape[:2]
-        name = f"{self.run.source.name}.event{number:03d}.mp4"
-        writer = VideoWriter(self.monitor.out_dir / name, width, height, self.run.source.fps)
-        for index, picture in self.recent:  # the time before the start, from the ring buffer
-            if index >= first_flagged - self.pre_roll and picture.shape[:2] == (height, width):
-                writer.write(picture)
-        self.clip = (number, writer)
-
-    def _close_clip(self) -> None:
-        # Forgotten before closing: a clip that failed to close (disk full) is not closed twice.
-        clip, self.clip = self.clip, None
-        if clip is not None:
-            clip[1].close()
-
-    def _event_done(self, event: Event) -> None:
-        clip = thumbnail = None
-        if self.clip is not None and self.clip[0] == event.number:
-            clip = self.clip[1].path
-            self._close_clip()
-        peak = self.peaks.take(event)
-        if peak is not None:
-            thumbnail = self.monitor.out_dir / "thumbnails" / f"event{event.number:03d}.jpg"
-            write_thumbnail(thumbnail, *peak, self.monitor.settings.threshold_low)
-        if self.open_event is not None and self.open_event["event"] == event.number:
-            self.open_event = None
-        # Rounded as the other alerts are: a receiver is shown 5.2 s, not 5.199999999999999.
-        fields = {key: round(value, 3) if isinstance(value, float) else value
-                  for key, value in event.to_dict().items() if key != "number"}
-        self.alert("end", event=event.number, **fields,
-                   thumbnail=None if thumbnail is None else os.path.abspath(thumbnail),
-                   clip=None if clip is None else os.path.abspath(clip))
-        self.monitor.summary.events += 1
-        self.write_events_json()
-
-    def finish(self) -> None:
-        """Close the event under way and decide every frame still pending."""
-        self._decided(self.segmenter.finish())
-        self._close_clip()
-        self.writer.flush()
-
-    def write_events_json(self) -> None:
-        source = self.run.source
-        document = {
-            "videvent_version": __version__,
-            "source": {"uri": os.path.abspath(source.uri) if os.path.exists(source.uri)
-                       else source.uri, "name": source.name, "fps": source.fps,
-                       "frame_count": None, "width": source.width, "height": source.height,
-                       "working_width": self.run.frame_shape[1],
-                       "working_height": self.run.frame_shape[0], "first_frame": self.run.start,
-                       "absorb_after_frames": self.run.detector.static_after, "live": True},
-            "settings": self.monitor.settings.to_dict(),
-            "frames_read": self.frames_read,
-            "events": [event.to_dict() for event in self.segmenter.events],
-            "absorbed": self.absorbed,
-            "frame_problems": self.problems.runs,
-            "source_events": self.source_events,
-            "compare": [],
-            "session": {"dropped_frames": self.monitor.summary.dropped,
-                        "reconnects": self.monitor.summary.reconnects,
-                        "latency_ms_median": round(self.monitor.summary.latency_ms(0.5), 2),
-                        "latency_ms_p99": round(self.monitor.summary.latency_ms(0.99), 2)},
-        }
-        target = self.monitor.out_dir / "events.json"
-        temporary = partial_path(target)
-        write_events(temporary, document)
-        os.replace(temporary, target)
+def watch(source, settings: Settings | None = None, *,
+          out_dir: str | os.PathLike | None = None, sinks: list[Sink] = (),
+          realtime: bool = False, max_frames: int | None = None,
+          max_reconnects: int | None = 10, clips: bool = True,
+          alerts: dict | None = None) -> SessionSummary:
+    """Watch ``source`` (a camera number, a stream URL or a file) until it ends, the range
+    (``settings.duration``) or ``max_frames`` is reached, or the process is interrupted;
+    results go into ``out_dir`` as the session goes, and ``sinks`` (``videvent.session.Sink``)
+    are told about every frame and event. ``alerts``: ``json_lines``, ``command``,
+    ``webhook`` as for ``videvent watch``."""
+    monitor = LiveMonitor(source, settings or Settings(), out_dir, realtime=realtime,
+                          max_reconnects=max_reconnects, max_frames=max_frames,
+                          alerts=alerts, clips=clips, sinks=sinks)
+    return monitor.run()

@@ -1,36 +1,39 @@
-"""The detection pipeline: source -> preprocess -> window scorer -> event segmenter -> sinks.
+"""The detection pipeline: source -> preprocess -> window scorer -> session -> sinks.
 
-``detect`` runs it on one source and writes the result folder (``scores.csv``,
-``events.json``, ``residuals.png``, event thumbnails and ``report.html``). ``score_frames`` is
-the shared pass over a source that every command builds on: decoding and preprocessing run
-on a reader thread feeding a bounded queue, so the decoder and the detector use both cores and
-memory stays flat however long the video is.
+``score_frames`` is the pass over a source that every command builds on: decoding and
+preprocessing run on a reader thread feeding a bounded queue (``videvent.reader``), so the
+decoder and the detector use both cores and memory stays flat however long the video is.
+``scan`` feeds the scored frames to a ``videvent.session.Session``, which segments them and
+tells the sinks; ``detect`` is ``videvent run``: it returns what was found and, given a
+folder, writes the result folder (``scores.csv``, ``events.json``, thumbnails, the plot and
+report, and the annotated video and clips when asked, all in the same pass).
 """
 
 from __future__ import annotations
 
 import os
-import queue
-import threading
-from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import cv2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from . import __version__
 from .detectors import FrameScore, SubspaceWindowDetector
-from .output import ResultFolder, ScoresWriter, write_events
-from .output.folder import check_destination
+from .output import ResultFolder, write_events
+from .output.annotate import Annotator, StripChart, chart_height
+from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, REGIONS_NAME, AnnotatedVideoSink,
+                           ClipSink, write_clip_index)
+from .output.folder import check_destination, mark_complete
+from .output.sink import Sink
+from .output.thumbnails import ThumbnailSink
 from .preprocess import Preprocessor, frame_health, working_size
-from .segmenter import Event, EventSegmenter
+from .reader import ReadAhead
+from .segmenter import EventSegmenter
+from .session import FrameStatus, RunResult, Session
 from .settings import SettingError, Settings
 from .sources import Frame, FrameSource, open_source
-from .timecode import format_timecode
 
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
@@ -40,49 +43,10 @@ READ_AHEAD = 32
 WARMUP_SECONDS = 3.0
 # A seed is read as short runs of consecutive frames: a run costs one seek.
 SEED_GROUP = 4
-THUMBNAIL_WIDTH = 320
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.
 RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
                 "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
-_END = object()
-
-
-@dataclass
-class RunResult:
-    """What a run found; the same facts as its ``events.json``."""
-
-    source: dict
-    settings: dict
-    frames_read: int
-    events: list[Event]
-    absorbed: list[dict]
-    frame_problems: list[dict]
-    compare: list[str] = field(default_factory=list)
-    out_dir: Path | None = None
-    # Runs of frames the detector could not score yet (it was learning the background).
-    warmup: list[dict] = field(default_factory=list)
-    frames_scored: int = 0
-    # Frames the container announced in the range scanned (None: it did not say).
-    frames_expected: int | None = None
-    # --compare: each other method's events (first and last core frame), as its own
-    # detector and segmenter found them.
-    compare_events: dict[str, list[list[int]]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {
-            "videvent_version": __version__,
-            "source": self.source,
-            "settings": self.settings,
-            "frames_read": self.frames_read,
-            "events": [event.to_dict() for event in self.events],
-            "absorbed": self.absorbed,
-            "frame_problems": self.frame_problems,
-            "warmup": self.warmup,
-            "frames_scored": self.frames_scored,
-            "compare": self.compare,
-            "compare_events": self.compare_events,
-        }
 
 
 def default_out_dir(spec: str | os.PathLike) -> Path:
@@ -142,25 +106,6 @@ def frame_range(settings: Settings, fps: float) -> tuple[int, int | None]:
     return start, end
 
 
-def _read_ahead(source: FrameSource, preprocess: Preprocessor, start: int, end: int | None,
-                out: queue.Queue, stop: threading.Event) -> None:
-    """Reader thread: decode and preprocess into ``out``; an exception is passed on, not lost."""
-    try:
-        for frame in source.frames(start, end):
-            vector = None if frame.image is None else preprocess(frame.image)
-            while not stop.is_set():
-                try:
-                    out.put((frame, vector), timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if stop.is_set():
-                return
-        out.put(_END)
-    except BaseException as error:  # handed to the consumer, which re-raises it
-        out.put(error)
-
-
 @dataclass
 class Pass:
     """One pass of the detector over a source: what it was set up with."""
@@ -205,7 +150,7 @@ def score_frames(run: Pass, *, explain: bool | float = False,
     scored instead of decoding ``run.source`` on a reader thread.
     """
     seed_detector(run)
-    frames = _read_on_a_thread(run) if decoded is None else iter(decoded)
+    frames = read_ahead(run) if decoded is None else iter(decoded)
     # The detector's matrices are small (window x window): one BLAS thread is faster than two
     # fighting over them, leaves the other core to the decoder, and gives the same numbers
     # whoever runs the pass.
@@ -224,225 +169,93 @@ def score_frames(run: Pass, *, explain: bool | float = False,
             frames.close()
 
 
-def _read_on_a_thread(run: Pass) -> Iterator[tuple[Frame, np.ndarray | None]]:
-    """The pass's (frame, vector) pairs, decoded and preprocessed on a reader thread."""
-    frames_in: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
-    stop = threading.Event()
-    reader = threading.Thread(target=_read_ahead, name="videvent-reader", daemon=True,
-                              args=(run.source, run.preprocess, run.start, run.end, frames_in,
-                                    stop))
-    reader.start()
-    try:
-        while True:
-            item = frames_in.get()
-            if item is _END:
+def read_ahead(run: Pass) -> ReadAhead:
+    """The pass's (frame, working vector) pairs, decoded and preprocessed on a reader thread."""
+    def produce(put) -> None:
+        for frame in run.source.frames(run.start, run.end):
+            vector = None if frame.image is None else run.preprocess(frame.image)
+            if not put((frame, vector)):
                 return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        reader.join(timeout=5)
+
+    return ReadAhead(produce, READ_AHEAD)
 
 
-class ProblemRuns:
-    """Runs of blank, frozen or corrupt frames (or of other ``statuses``), for events.json
-    and the report."""
+class Comparison:
+    """``--compare``: the other methods' detectors and segmenters on the same frames, their
+    residuals written to ``compare.csv`` for the report's side-by-side panels."""
 
-    def __init__(self, statuses: tuple[str, ...] = ("blank", "frozen", "corrupt"),
-                 bridged: tuple[str, ...] = ()):
-        self.statuses, self.bridged = statuses, bridged
-        self.runs: list[dict] = []
-        self._open: dict | None = None
-        self._last = -1
+    def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
+        settings, fps = run.settings, run.source.fps
+        self.methods = methods
+        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method)
+                          for method in methods if method != settings.method}
+        self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
+        self._rows = open(path if path is not None else os.devnull, "w")
+        self._rows.write("frame," + ",".join(f"residual_{m}" for m in methods) + "\n")
+        self._main = settings.method
 
-    def add(self, score: FrameScore) -> None:
-        status = score.status
-        if status in self.bridged:
-            self._last = score.index
-            return  # neither ends a run nor is part of it (the warm-up goes on over them)
-        run = self._open
-        if run is not None and (run["status"] != status or score.index != self._last + 1):
-            self._open = run = None
-        self._last = score.index
-        if status in self.statuses:
-            if run is None:
-                self._open = {"status": status, "start_frame": score.index,
-                              "end_frame": score.index, "start_time_s": score.time_s,
-                              "end_time_s": score.time_s}
-                self.runs.append(self._open)
-            else:
-                run["end_frame"], run["end_time_s"] = score.index, score.time_s
+    def add(self, frame: Frame, vector: np.ndarray | None, score: FrameScore) -> None:
+        residuals = {self._main: score.residual}
+        health = score.status if FrameStatus(score.status).unusable else FrameStatus.OK
+        for method, detector in self.detectors.items():
+            verdict = detector.process_frame(frame.index, frame.time_s, vector, health)
+            residuals[method] = verdict.residual
+            self.segmenters[method].update(frame.index, frame.time_s, verdict.score,
+                                           absorbed=verdict.absorbed)
+        self._rows.write(f"{frame.index}," + ",".join(
+            f"{residuals[m]:.6g}" for m in self.methods) + "\n")
 
+    def events(self) -> dict[str, list[list[int]]]:
+        """Each other method's events (first and last core frame)."""
+        for segmenter in self.segmenters.values():
+            segmenter.finish()
+        return {method: [[e.core_start_frame, e.core_end_frame] for e in segmenter.events]
+                for method, segmenter in self.segmenters.items()}
 
-class PeakFrames:
-    """The highest-scoring frame of each stretch of unusual frames, until its event is done.
-
-    Only these few frames (a stretch's best so far) are kept, so the thumbnails of the peaks
-    cost no second decoding and memory stays bounded.
-    """
-
-    def __init__(self):
-        self.best: dict[int, tuple[float, np.ndarray, FrameScore]] = {}
-        self._current: int | None = None
-
-    def add(self, frame: Frame, score: FrameScore) -> None:
-        if score.residual_image is None:
-            self._current = None
-            return
-        if self._current is None or score.score > self.best[self._current][0]:
-            if self._current is not None:
-                del self.best[self._current]
-            self._current = score.index
-            # Pre-decoded frames carry no picture: the peak is decoded again when needed.
-            image = None if frame.image is None else frame.image.copy()
-            self.best[score.index] = (score.score, image, score)
-
-    def take(self, event: Event) -> tuple[np.ndarray, FrameScore] | None:
-        found = self.best.get(event.peak_frame)
-        for index in [i for i in self.best if i <= event.end_frame and i != self._current]:
-            del self.best[index]
-        return None if found is None else found[1:]
+    def close(self) -> None:
+        self._rows.close()
 
 
-# Frames at the start of a pass whose picture statistics are recorded in events.json, so an
-# export can tell that the source was replaced by another video with as many frames.
-FINGERPRINT_FRAMES = 8
-
-
-def fingerprint(vectors: list[np.ndarray | None], shape: tuple[int, ...]
-                ) -> list[list[float] | None]:
-    """Each working frame shrunk to 4x4 pixels (None for a frame without a picture): close
-    enough to survive another decoder's rounding, far enough to tell two videos apart."""
-    return [None if v is None else np.round(cv2.resize(
-        v.reshape(shape).astype(np.float32), (4, 4), interpolation=cv2.INTER_AREA), 4
-    ).ravel().tolist() for v in vectors]
-
-
-def write_thumbnail(path: Path, image: np.ndarray, score: FrameScore, box_level: float) -> None:
-    """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
-    from .output.annotate import changed_regions, draw_boxes, heat_overlay
-
-    colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
-    residual = score.residual_image
-    if residual.ndim == 3:
-        residual = np.abs(residual).max(axis=2)
-    shown = heat_overlay(colour, residual)
-    draw_boxes(shown, changed_regions(residual, score.block_scores, box_level,
-                                      (colour.shape[1], colour.shape[0])))
-    height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
-    small = cv2.resize(shown, (THUMBNAIL_WIDTH, height), interpolation=cv2.INTER_AREA)
-    encoded, jpeg = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 88])
-    if not encoded:
-        raise ValueError(f"cannot encode the thumbnail {path}")
-    # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
-    Path(path).write_bytes(jpeg.tobytes())
-
-
-def scan(source: FrameSource, settings: Settings, folder: ResultFolder, *,
-         compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
-         on_event: Callable[[Event], None] | None = None,
+def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
+         compare: tuple[str, ...] = (), sinks: list[Sink] = (), explain_all: bool = False,
+         progress: Callable[[int], None] | None = None,
          decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None) -> RunResult:
-    """Run the detector over ``source``, writing scores, thumbnails (and comparisons).
+    """Run the detector over ``source`` through a session; into ``folder`` (when given) go
+    ``scores.csv``, the thumbnails (and ``compare.csv``), besides what ``sinks`` write.
 
     ``decoded``: the pass's (frame, working vector) pairs, decoded elsewhere (see
     ``score_frames``); their frames may carry no picture, and an event's peak frame is then
-    decoded again from ``source`` for its thumbnail.
+    decoded again from ``source`` for its thumbnail. ``explain_all``: every frame gets its
+    residual image (for the annotated video), not only those from ``threshold_low`` up.
     """
     run, segmenter = prepare(source, settings)
-    writer = ScoresWriter(folder.path("scores.csv"))
-    thumbnails = folder.path("thumbnails")
-    thumbnails.mkdir()
-    others = {method: build_detector(settings, run.frame_shape, source.fps, method)
-              for method in compare if method != settings.method}
-    # Each compared method's own events, for its panel in the report.
-    other_events = {method: build_segmenter(settings, source.fps) for method in others}
-    compare_rows = open(folder.path("compare.csv"), "w") if compare else None
-    if compare_rows:
-        compare_rows.write("frame," + ",".join(f"residual_{m}" for m in compare) + "\n")
-    pending: deque[FrameScore] = deque()
-    problems = ProblemRuns()
-    # The warm-up of a still scene is interleaved with frozen frames: one run all the same.
-    warmup = ProblemRuns(("warmup",), bridged=("blank", "frozen", "corrupt"))
-    peaks = PeakFrames()
-    absorbed: list[dict] = []
-    frames_read = frames_scored = 0
-    first_vectors: list[np.ndarray | None] = []
-
-    def write_decided(decisions) -> None:
-        for decision in decisions:
-            writer.write(pending.popleft(), decision.flagged, decision.event_number)
-        for event in segmenter.pop_completed():
-            peak = peaks.take(event)
-            if peak is not None and peak[0] is None:
-                peak = (_picture(source, event.peak_frame), peak[1])
-            if peak is not None:
-                write_thumbnail(thumbnails / f"event{event.number:03d}.jpg", *peak,
-                                settings.threshold_low)
-            if on_event is not None:
-                on_event(event)
-
+    if folder is not None:
+        sinks = [ThumbnailSink(folder / "thumbnails", settings.threshold_low,
+                               redecode=lambda index: _picture(source, index)), *sinks]
+    session = Session(run, segmenter, sinks=sinks,
+                      scores_path=None if folder is None else folder / "scores.csv")
+    comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
+                  if compare else None)
+    failed = True
     try:
-        for frame, vector, frame_score in score_frames(run, explain=settings.threshold_low,
-                                                       decoded=decoded):
-            if frame_score.absorbed:
-                absorbed.append({"frame": frame.index, "time_s": frame.time_s,
-                                 "timecode": format_timecode(frame.time_s)})
-            problems.add(frame_score)
-            warmup.add(frame_score)
-            frames_scored += frame_score.status == "ok"
-            peaks.add(frame, frame_score)
-            if compare_rows:
-                residuals = {settings.method: frame_score.residual}
-                for method, detector in others.items():
-                    verdict = detector.process_frame(
-                        frame.index, frame.time_s, vector, frame_score.status
-                        if frame_score.status in ("blank", "corrupt", "frozen") else "ok")
-                    residuals[method] = verdict.residual
-                    other_events[method].update(frame.index, frame.time_s, verdict.score,
-                                                absorbed=verdict.absorbed)
-                compare_rows.write(f"{frame.index}," + ",".join(
-                    f"{residuals[m]:.6g}" for m in compare) + "\n")
-            if len(first_vectors) < FINGERPRINT_FRAMES:
-                first_vectors.append(vector)
-            pending.append(frame_score)
-            write_decided(segmenter.update(frame.index, frame.time_s, frame_score.score,
-                                           absorbed=frame_score.absorbed))
-            frames_read += 1
+        session.start()
+        explain = True if explain_all else settings.threshold_low
+        for frame, vector, frame_score in score_frames(run, explain=explain, decoded=decoded):
+            if comparison is not None:
+                comparison.add(frame, vector, frame_score)
+            session.add(frame, vector, frame_score)
             if progress is not None:
                 progress(1)
-        write_decided(segmenter.finish())
-        for other in other_events.values():
-            other.finish()
+        session.finish()
+        failed = session.frames_read == 0
     finally:
-        writer.close()
-        if compare_rows:
-            compare_rows.close()
-    if frames_read == 0:
+        session.close(failed=failed)
+        if comparison is not None:
+            comparison.close()
+    if session.frames_read == 0:
         raise ValueError(f"no frames to scan in '{source.uri}'"
                          + (" in the range given" if (run.start or run.end is not None) else ""))
-    height, width = run.frame_shape[:2]
-    source_info = {
-        "uri": os.path.abspath(source.uri) if os.path.exists(source.uri) else source.uri,
-        "name": source.name, "fps": source.fps, "frame_count": source.frame_count,
-        "width": source.width, "height": source.height, "working_width": width,
-        "working_height": height, "first_frame": run.start,
-        "absorb_after_frames": run.detector.static_after,
-        "seed_frames": run.detector.seeded_,
-        "fingerprint": fingerprint(first_vectors, run.frame_shape),
-    }
-    expected = None
-    if source.frame_count:
-        expected = max(0, (source.frame_count if run.end is None
-                           else min(run.end, source.frame_count)) - run.start)
-    return RunResult(source=source_info, settings=settings.to_dict(), frames_read=frames_read,
-                     events=list(segmenter.events), absorbed=absorbed,
-                     frame_problems=problems.runs, compare=list(compare),
-                     warmup=warmup.runs, frames_scored=frames_scored,
-                     frames_expected=expected,
-                     compare_events={method: [[e.core_start_frame, e.core_end_frame]
-                                              for e in other.events]
-                                     for method, other in other_events.items()})
+    return session.result(compare, comparison.events() if comparison else None)
 
 
 def _picture(source: FrameSource, index: int) -> np.ndarray:
@@ -455,33 +268,93 @@ def _picture(source: FrameSource, index: int) -> np.ndarray:
 
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
-           compare: tuple[str, ...] = (), progress: Callable[[int], None] | None = None,
-           on_start: Callable[[FrameSource], None] | None = None,
-           before_commit: Callable[[Path], None] | None = None) -> RunResult:
-    """Find the events in a video, folder or pattern of images; write the result folder.
+           compare: tuple[str, ...] = (), export_video: bool | str | os.PathLike = False,
+           clips: bool = False, clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
+           progress: Callable[[int], None] | None = None,
+           on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
+    """Find the events in a video, folder or pattern of images.
 
-    ``before_commit(staging folder)``: more work on the results (the exports) before they
-    are moved into place, so that its failure too leaves the result folder as it was.
+    Without ``out_dir``, nothing is written: the result is returned. With it, the result
+    folder is written (the plot and report unless ``plot`` is False), and in the same pass
+    the annotated video (``export_video``: True for ``annotated.mp4`` in the folder, or a
+    path) and one clip per event (``clips``, named by ``clip_template``); the files exported
+    are in ``result.exported``. ``sinks`` (``videvent.Sink``) are told about every frame and
+    event as they are decided.
+
     Raises ValueError (SourceError included) with a one-line message on bad input; the result
     folder is then left as it was. An existing ``out_dir`` that videvent did not make is
     refused before the source is opened.
     """
     settings = settings or Settings()
     compare = tuple(dict.fromkeys(compare))
-    destination = check_destination(out_dir if out_dir is not None else default_out_dir(spec))
-    with open_source(spec, colour=settings.colour, backend=settings.backend,
-                     fps=settings.fps) as source:
+    if out_dir is None and (export_video or clips):
+        raise ValueError("the annotated video and clips are written into a "
+                         "result folder: give out_dir")
+    destination = None if out_dir is None else check_destination(out_dir)
+    with open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
+                     keep_colour=bool(export_video or clips)) as source:
         if on_start is not None:
             on_start(source)
-        with ResultFolder(destination, replaces=RESULT_FILES) as folder:
-            result = scan(source, settings, folder, compare=compare, progress=progress)
-            write_events(folder.path("events.json"), result.to_dict())
-            if before_commit is not None:
-                before_commit(folder.staging)
-            if plot:
-                from .output.report import write_plot, write_report  # matplotlib: when drawing
+        if destination is None:
+            return scan(source, settings, sinks=sinks, progress=progress)
+        return write_results(source, settings, destination, plot=plot, compare=compare,
+                             export_video=export_video, clips=clips,
+                             clip_template=clip_template, sinks=sinks, progress=progress)
 
-                write_plot(folder.staging)
-                write_report(folder.staging)
+
+def write_results(source: FrameSource, settings: Settings, destination: Path, *,
+                  plot: bool = True, compare: tuple[str, ...] = (),
+                  export_video: bool | str | os.PathLike = False, clips: bool = False,
+                  clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
+                  progress: Callable[[int], None] | None = None,
+                  decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
+                  ) -> RunResult:
+    """Scan ``source`` into the result folder ``destination``, which appears complete (with
+    its completion marker, last) or not at all; see ``detect`` and ``scan``."""
+    with ResultFolder(destination, replaces=RESULT_FILES) as folder:
+        staging = folder.staging
+        exports = export_sinks(source, settings, staging, export_video, clips, clip_template)
+        result = scan(source, settings, staging, compare=compare, sinks=[*exports, *sinks],
+                      explain_all=bool(export_video), progress=progress, decoded=decoded)
+        write_events(staging / "events.json", result.to_dict())
+        written = [path for sink in exports for path in sink.written]
+        if clips:
+            write_clip_index(staging, {event.number: clip_template.format(
+                video=source.name, n=event.number) for event in result.events})
+        if plot:
+            from .output.report import write_plot, write_report  # matplotlib: when drawing
+
+            write_plot(staging)
+            write_report(staging)
+        mark_complete(staging, {"frames_read": result.frames_read, "plot": plot})
+    # Named as they are now that the staging folder is the result folder.
+    result.exported = [destination / path.name if path.parent == staging else path
+                       for path in written]
     result.out_dir = destination
     return result
+
+
+def export_sinks(source: FrameSource, settings: Settings, folder: Path,
+                 video: bool | str | os.PathLike, clips: bool, clip_template: str
+                 ) -> list[Sink]:
+    """The annotated video (``video``: True for annotated.mp4 in ``folder``, or a path) and
+    the clip writer of a run, fed in the same pass as the scores."""
+    sinks: list[Sink] = []
+    if video:
+        start, end = frame_range(settings, source.fps)
+        last = (end if end is not None else source.frame_count or start + 1) - 1
+        if source.frame_count:
+            last = min(last, source.frame_count - 1)
+        height = chart_height(source.height)
+        # The chart fills in as the video plays: its scale stops at twice the threshold.
+        chart = StripChart(source.width, height, start, last, settings.threshold,
+                           settings.threshold * 2.0) if height else None
+        path = folder / ANNOTATED_NAME if video is True else Path(video)
+        sinks.append(AnnotatedVideoSink(
+            path, folder / REGIONS_NAME,
+            Annotator(source.width, source.height, chart, settings.threshold_low),
+            source.fps, fill_chart=True))
+    if clips:
+        sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),
+                              source.fps, settings.frames("time_before_event", source.fps)))
+    return sinks

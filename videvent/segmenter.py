@@ -24,7 +24,8 @@ segmenter reads those scores in frame order and cuts them into events:
 
 Memory is bounded in the video length: the segmenter keeps at most one growing
 event, one event waiting for its post-roll, the undecided frames (fewer than
-``merge_gap + min_length``) and the times of the last ``pre_roll`` frames.
+``merge_gap + min_length``) and the times of the last ``pre_roll`` frames, besides
+the completed events (none once handed out, with ``keep_events=False``).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class EventSegmenter:
         merge_gap: int = 0,
         pre_roll: int = 0,
         post_roll: int = 0,
+        keep_events: bool = True,
     ) -> None:
         self.threshold = _check_finite("threshold", threshold)
         self.threshold_low = self.threshold
@@ -127,8 +129,13 @@ class EventSegmenter:
         self.pre_roll = _check_count("pre_roll", pre_roll, minimum=0)
         self.post_roll = _check_count("post_roll", post_roll, minimum=0)
 
-        self.events: list[Event] = []  # completed events, append-only
+        # Completed events; without keep_events, only those pop_completed() has not handed
+        # out yet (a live session that runs for weeks keeps none of its own).
+        self.events: list[Event] = []
+        self.keep_events = keep_events
         self._popped = 0  # how many of self.events pop_completed() has handed out
+        self._completed = 0  # events completed so far
+        self._last_end: int | None = None  # end frame of the last completed event
         self._candidate: _OpenEvent | None = None  # core may still grow, merge or be dropped
         self._waiting: _OpenEvent | None = None  # kept, core final, waiting for its post-roll
         self._in_run = False  # the last frame seen belongs to a run of the candidate
@@ -203,8 +210,21 @@ class EventSegmenter:
     def pop_completed(self) -> list[Event]:
         """Events completed since the last call (for live alerts)."""
         fresh = self.events[self._popped :]
-        self._popped = len(self.events)
+        if self.keep_events:
+            self._popped = len(self.events)
+        else:
+            self.events.clear()
         return fresh
+
+    def open_event(self, number: int) -> Event | None:
+        """Event ``number`` as it stands while its core may still grow (its end so far)."""
+        for candidate in (self._candidate, self._waiting):
+            if candidate is not None and candidate.number == number:
+                return Event(number, candidate.start[0], candidate.tail[0],
+                             candidate.core_start, candidate.core_end, candidate.start[1],
+                             candidate.tail[1], candidate.peak_frame, candidate.peak_score,
+                             candidate.absorbed)
+        return None
 
     def _remember(self, index: int, time_s: float) -> None:
         # Only frames a new event's pre-roll can reach are kept.
@@ -241,8 +261,8 @@ class EventSegmenter:
             # is exactly where its end must stop if this event is kept.
             clipped_prev_end = self._waiting.tail
             earliest_start = max(earliest_start, clipped_prev_end[0] + 1)
-        elif self.events:
-            earliest_start = max(earliest_start, self.events[-1].end_frame + 1)
+        elif self._last_end is not None:
+            earliest_start = max(earliest_start, self._last_end + 1)
         start = next(frame for frame in self._recent if frame[0] >= earliest_start)
         return _OpenEvent(
             core_start=index,
@@ -258,7 +278,7 @@ class EventSegmenter:
         # The candidate will be kept, so the waiting event (if any) ends before it.
         if self._waiting is not None:
             self._complete_waiting(candidate.clipped_prev_end)
-        candidate.number = len(self.events) + 1
+        candidate.number = self._completed + 1
 
     def _close_candidate(self) -> list[FrameDecision]:
         # Frames still undecided are gap frames after a kept core, or a core too short.
@@ -285,6 +305,8 @@ class EventSegmenter:
                 absorbed=waiting.absorbed,
             )
         )
+        self._completed += 1
+        self._last_end = end[0]
         self._waiting = None
 
 

@@ -1,8 +1,12 @@
-"""Every setting of a detection run, with its default, checks and TOML loading.
+"""Every setting of a detection run, declared once: its type, default, bounds, units, help and
+short flag.
 
-One dataclass serves the command line, the config file (``-c``) and the Python API, so a
-setting has one name, one default and one check everywhere. Times are kept as the user wrote
-them (frames, ``"12.3s"`` or a timecode) and turned into frames once the frame rate is known.
+The declarations (dataclass fields with ``setting(...)`` metadata) are the one source the
+command-line options (``videvent._cli.options``), the config-file validation
+(``load_config``) and the runtime checks (``Settings.validate``) are all derived from, so a
+setting has one name, one default and one check everywhere, and every setting can be given
+on the command line and in the config file. Times are kept as the user wrote them (frames,
+``"12.3s"``, ``"10m"`` or a timecode) and turned into frames once the frame rate is known.
 """
 
 from __future__ import annotations
@@ -10,17 +14,24 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
-from .detectors.background import METHODS
-from .sources import BACKENDS
 from .timecode import parse_duration, parse_time
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
+
+# The choices, as strings: the detector and the decoders are not imported to check a name
+# (tests/test_project.py checks that these are theirs).
+METHODS = ("sncp", "ancp", "cop", "pca")
+BACKENDS = ("auto", "pyav", "opencv", "images")
+TIME_HELP = "frames, seconds ('12.3s'), minutes ('10m', '1h30m') or a timecode ('HH:MM:SS.mmm')"
+# Words that turn a time that can be None (absorb-after) off.
+NEVER = ("never", "none", "off")
 
 Time = str | int
 
@@ -30,76 +41,95 @@ class SettingError(ValueError):
     whose end is before its start at its frame rate): bad usage, not bad input."""
 
 
+@dataclass(frozen=True)
+class Spec:
+    """How one setting is given and checked."""
+
+    kind: str                        # "int", "float", "time", "bool" or "choice"
+    help: str
+    short: str | None = None         # e.g. "-m"
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False           # the minimum itself is not allowed
+    choices: tuple[str, ...] = ()
+    units: str = ""
+    optional: bool = False           # None is a value (no default limit, or "never")
+    off_flag: str | None = None      # bool: the flag that turns it off (--grey)
+
+
+def setting(default: Any, kind: str, help: str, **spec) -> Any:
+    return field(default=default, metadata={"spec": Spec(kind, help, **spec)})
+
+
 @dataclass
 class Settings:
     """Settings of a detection run; see ``videvent run --help`` for each one's meaning."""
 
-    method: str = "sncp"
-    rank: int = 3
-    window: int = 100
-    projection_dim: int = 50
-    inlier_fraction: float = 0.3
-    blocks: int = 16
-    threshold: float = 7.0
-    threshold_low: float = 4.5
-    min_event_length: Time = "0.1s"
-    merge_gap: Time = "0.5s"
-    time_before_event: Time = "1s"
-    time_post_event: Time = "1s"
-    absorb_after: Time | None = "5s"         # None: never absorb a lasting change
-    background_span: Time = "60s"            # time the model's window spans
-    seed: bool = False                        # seed the model from frames spread over a file
-    working_size: int = 160
-    downscale_factor: int | None = None
-    colour: bool = False
-    start_time: Time | None = None
-    end_time: Time | None = None
-    duration: Time | None = None
-    fps: float | None = None                  # frame rate of image sequences
-    backend: str = "auto"
-    refit_every: int = 1
+    method: str = setting("sncp", "choice", "How the window's normal frames are found (pca: "
+                          "not robust).", short="-m", choices=METHODS)
+    rank: int = setting(3, "int", "Dimension of the background subspace.", minimum=1)
+    window: int = setting(100, "int", "Frames the model holds.", short="-w", minimum=2,
+                          units="frames")
+    projection_dim: int = setting(50, "int", "Top singular vectors of the window kept.",
+                                  minimum=1)
+    inlier_fraction: float = setting(0.3, "float", "Share of the window, by score, that "
+                                     "spans the subspace.", minimum=0.0, maximum=1.0,
+                                     min_open=True)
+    blocks: int = setting(16, "int", "Grid blocks across the frame's long side.", minimum=1)
+    threshold: float = setting(7.0, "float", "Score that starts an event.", short="-t",
+                               units="robust z-score")
+    threshold_low: float = setting(4.5, "float", "Score an event stays above (hysteresis); "
+                                   "also the score from which frames are explained (heat "
+                                   "map, boxes).", units="robust z-score")
+    min_event_length: Time = setting("0.1s", "time", "Shortest event.", short="-l")
+    merge_gap: Time = setting("0.5s", "time", "Events closer than this are merged.")
+    time_before_event: Time = setting("1s", "time", "Time included before each event.",
+                                      short="-tb")
+    time_post_event: Time = setting("1s", "time", "Time included after each event.",
+                                    short="-tp")
+    absorb_after: Time | None = setting(
+        "5s", "time", "An unusual region that stops changing for this long becomes "
+        "background, in that region only ('never' to keep flagging).", optional=True)
+    background_span: Time = setting("60s", "time", "Time the model's window of frames spans.")
+    seed: bool = setting(False, "bool", "Seed the model from frames spread over the whole "
+                         "file.", off_flag="--no-seed")
+    working_size: int = setting(160, "int", "Long side, in pixels, the detector works at.",
+                                minimum=8, units="pixels")
+    downscale_factor: int | None = setting(
+        None, "int", "Divide width and height by this instead of --working-size.",
+        short="-df", minimum=1, optional=True)
+    colour: bool = setting(False, "bool", "Score colour frames instead of grey.",
+                           off_flag="--grey")
+    start_time: Time | None = setting(None, "time", "Where to start.", short="-st",
+                                      optional=True)
+    end_time: Time | None = setting(None, "time", "Where to stop.", short="-et", optional=True)
+    duration: Time | None = setting(None, "time", "How much to scan (or watch).", short="-dt",
+                                    optional=True)
+    fps: float | None = setting(None, "float", "Frame rate of image sequences (default 25).",
+                                minimum=0.0, maximum=1000.0, min_open=True, optional=True,
+                                units="frames/s")
+    backend: str = setting("auto", "choice", "Video decoder.", choices=BACKENDS)
+    # Last, as in the events.json of earlier versions (whose settings are compared on resume).
+    refit_every: int = setting(1, "int", "Frames learned between refits of the subspace.",
+                               minimum=1, units="frames")
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
         """Raise ValueError with a one-line message on the first bad setting."""
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        for name in ("rank", "window", "projection_dim", "blocks", "working_size", "refit_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name.replace('_', '-')} must be a positive whole number, "
-                                 f"got {value!r}")
+        for item in fields(self):
+            check_value(item.name, getattr(self, item.name))
         if self.window <= self.rank:
             raise ValueError(f"window ({self.window}) must be longer than rank ({self.rank})")
         if self.projection_dim < self.rank:
             raise ValueError(f"projection-dim ({self.projection_dim}) must be at least rank "
                              f"({self.rank})")
-        if not 0.0 < self.inlier_fraction <= 1.0:
-            raise ValueError(f"inlier-fraction must be in (0, 1], got {self.inlier_fraction}")
-        for name in ("threshold", "threshold_low"):
-            value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
-                raise ValueError(f"{name.replace('_', '-')} must be a finite number, "
-                                 f"got {value!r}")
         if self.threshold_low > self.threshold:
             raise ValueError(f"threshold-low ({self.threshold_low}) must not exceed threshold "
                              f"({self.threshold})")
-        if self.downscale_factor is not None and self.downscale_factor < 1:
-            raise ValueError(f"downscale-factor must be 1 or more, got {self.downscale_factor}")
-        if self.fps is not None and not 0.0 < self.fps <= 1000.0:
-            raise ValueError(f"fps must be between 0 and 1000, got {self.fps}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, "
-                             f"got {self.backend!r}")
         if self.end_time is not None and self.duration is not None:
             raise ValueError("give end-time or duration, not both")
-        # Check the grammar of every time now, not after minutes of decoding.
-        for name in TIME_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                parse_duration(value, 25.0)
 
     def frames(self, name: str, fps: float) -> int | None:
         """A time setting in frames at ``fps`` (None stays None)."""
@@ -115,17 +145,65 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-TIME_FIELDS = ("min_event_length", "merge_gap", "time_before_event", "time_post_event",
-               "absorb_after", "background_span", "start_time", "end_time", "duration")
-SETTING_NAMES = tuple(f.name for f in fields(Settings))
-WHOLE_NUMBERS = frozenset(f.name for f in fields(Settings)
-                          if f.type in ("int", "int | None"))
+SPECS: dict[str, Spec] = {item.name: item.metadata["spec"] for item in fields(Settings)}
+DEFAULTS: dict[str, Any] = {item.name: item.default for item in fields(Settings)}
+SETTING_NAMES = tuple(SPECS)
+
+
+def option_name(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def never_to_none(name: str, value: Any) -> Any:
+    """'never' (or 'none', 'off') for a setting whose None means off (absorb-after)."""
+    if (SPECS[name].optional and DEFAULTS[name] is not None and isinstance(value, str)
+            and value.strip().lower() in NEVER):
+        return None
+    return value
+
+
+def check_value(name: str, value: Any) -> None:
+    """Raise ValueError (one line) if ``value`` is not one setting ``name`` can take."""
+    spec, shown = SPECS[name], option_name(name)
+    if value is None:
+        if spec.optional:
+            return
+        raise ValueError(f"{shown} must be given, got None")
+    if spec.kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{shown} must be true or false, got {value!r}")
+    elif spec.kind == "choice":
+        if value not in spec.choices:
+            raise ValueError(f"{shown} must be one of {', '.join(spec.choices)}, got {value!r}")
+    elif spec.kind == "time":
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ValueError(f"{shown} must be {TIME_HELP}, got {value!r}")
+        parse_duration(value, 25.0)  # the grammar, now, not after minutes of decoding
+    else:
+        whole = spec.kind == "int"
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            raise ValueError(f"{shown} must be a {'whole number' if whole else 'number'}, "
+                             f"got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{shown} must be a finite number, got {value!r}")
+        low, high = spec.minimum, spec.maximum
+        if (low is not None and (value < low or (spec.min_open and value == low))) or (
+                high is not None and value > high):
+            raise ValueError(f"{shown} must be {_bounds(spec)}, got {value!r}")
+
+
+def _bounds(spec: Spec) -> str:
+    low = "" if spec.minimum is None else (f"more than {spec.minimum:g}" if spec.min_open
+                                           else f"at least {spec.minimum:g}")
+    high = "" if spec.maximum is None else f"at most {spec.maximum:g}"
+    return " and ".join(part for part in (low, high) if part)
 
 
 def load_config(path: str | Path) -> dict:
     """Settings from a TOML file: top-level keys or a ``[run]`` table, dashes or underscores.
 
-    Raises ValueError (one line) for unreadable files, TOML errors and unknown keys.
+    Raises ValueError (one line) for unreadable files, TOML errors, unknown keys and values
+    a setting cannot take.
     """
     try:
         with open(path, "rb") as handle:
@@ -147,11 +225,12 @@ def load_config(path: str | Path) -> dict:
         if isinstance(value, dict):
             continue  # other commands' tables
         name = key.replace("-", "_")
-        if name not in SETTING_NAMES:
+        if name not in SPECS:
             raise ValueError(f"config file '{path}': unknown setting '{key}'")
-        if name in WHOLE_NUMBERS and (isinstance(value, bool) or not isinstance(value, int)):
-            # The command line's conversion would cut 3.7 to 3 without a word.
-            raise ValueError(f"config file '{path}': {key} must be a whole number, "
-                             f"got {value!r}")
+        value = never_to_none(name, value)
+        try:
+            check_value(name, value)
+        except ValueError as error:
+            raise ValueError(f"config file '{path}': {error}") from None
         values[name] = value
     return values

@@ -5,6 +5,7 @@ minimum event length, time kept before/after an event):
 
 * ``"123"``                   -- a frame count (a bare number always means frames)
 * ``"12s"``, ``"12.3s"``      -- seconds
+* ``"10m"``, ``"1h30m"``, ``"2m30.5s"`` -- hours, minutes and seconds
 * ``"HH:MM:SS"``, ``"HH:MM:SS.mmm"``, ``"MM:SS"``, ``"MM:SS.mmm"`` -- a timecode
 
 Seconds and timecodes are converted with the video's frame rate and rounded to
@@ -22,12 +23,13 @@ from fractions import Fraction
 # re.ASCII: int() would also accept e.g. Arabic-Indic digits, which nobody means here.
 _FRAMES = re.compile(r"\d+", re.ASCII)
 _DECIMAL = re.compile(r"\d*\.\d+|\d+\.", re.ASCII)
-_SECONDS = re.compile(r"(\d+(?:\.\d+)?|\.\d+)s", re.ASCII)
+# Hours, minutes and seconds, each optional but in this order: "10m", "1h30m", "2m30.5s".
+_UNITS = re.compile(r"(?=.)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?|\.\d+)s)?", re.ASCII)
 # Hours are optional and unbounded; minutes and seconds are checked to be < 60 below.
 _TIMECODE = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)", re.ASCII)
 
 _EXPECTED = (
-    "expected frames ('123'), seconds ('12.3s') "
+    "expected frames ('123'), seconds ('12.3s'), minutes and hours ('10m', '1h30m') "
     "or a timecode ('HH:MM:SS[.mmm]' or 'MM:SS[.mmm]')"
 )
 
@@ -85,9 +87,10 @@ def _to_frames(value: str | int | float, fps: float, kind: str) -> int:
         raise ValueError(f"invalid {kind} {value!r}: must not be negative")
     if _FRAMES.fullmatch(text):
         return int(text)
-    match = _SECONDS.fullmatch(text)
+    match = _UNITS.fullmatch(text)
     if match:
-        return _round_to_frame(Fraction(match[1]), fps)
+        hours, minutes, seconds = (Fraction(part or 0) for part in match.groups())
+        return _round_to_frame(hours * 3600 + minutes * 60 + seconds, fps)
     match = _TIMECODE.fullmatch(text)
     if match:
         hours = int(match[1] or 0)

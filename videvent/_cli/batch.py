@@ -10,7 +10,7 @@ import os
 import click
 
 from ..settings import SettingError
-from .main import BadInput, run_options, settings_from
+from .options import BadInput, run_options, settings_from
 
 
 def _progress_line(quiet: bool):

@@ -15,115 +15,24 @@ import click
 from pathlib import Path
 
 from .. import __version__
-from ..detectors.subspace_window import METHODS
 from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
 from ..output import read_events
 from ..output.folder import public_name
 from ..output.report import write_plot, write_report
-from ..pipeline import detect, frame_range
-from ..settings import SettingError, Settings, load_config
+from ..pipeline import default_out_dir, detect, frame_range
+from ..settings import METHODS, SettingError, Settings
 from ..timecode import format_timecode
-
-TIME_HELP = "frames, seconds ('12.3s') or a timecode ('HH:MM:SS.mmm')"
-
-
-class BadInput(click.ClickException):
-    """Bad input data: one line on stderr, exit code 1."""
-
-    exit_code = 1
-
-    def show(self, file=None) -> None:
-        click.echo(f"videvent: error: {self.format_message()}", err=True)
-
-
-def _load_config(ctx: click.Context, _param, path):
-    """Eager ``-c`` callback: a TOML file's values become the defaults of the options."""
-    if path is None:
-        return None
-    try:
-        values = load_config(path)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
-    ctx.default_map = {**(ctx.default_map or {}), **values}
-    return path
-
-
-def run_options(function):
-    """The detector options shared by the commands that run it."""
-    defaults = Settings()
-    options = [
-        click.option("-c", "--config", type=click.Path(dir_okay=False), is_eager=True,
-                     expose_value=False, callback=_load_config,
-                     help="TOML file of settings (same names as the options; CLI wins)."),
-        click.option("-m", "--method", type=click.Choice(["sncp", "ancp", "cop", "pca"]),
-                     default=defaults.method, show_default=True,
-                     help="How the window's normal frames are found (pca: not robust)."),
-        click.option("--rank", type=click.IntRange(1), default=defaults.rank, show_default=True,
-                     help="Dimension of the background subspace."),
-        click.option("-w", "--window", type=click.IntRange(2), default=defaults.window,
-                     show_default=True, help="Frames the model holds."),
-        click.option("--projection-dim", type=click.IntRange(1), default=defaults.projection_dim,
-                     show_default=True, help="Top singular vectors of the window kept."),
-        click.option("--inlier-fraction", type=click.FloatRange(0, 1, min_open=True),
-                     default=defaults.inlier_fraction, show_default=True,
-                     help="Share of the window, by score, that spans the subspace."),
-        click.option("--blocks", type=click.IntRange(1), default=defaults.blocks,
-                     show_default=True, help="Grid blocks across the frame's long side."),
-        click.option("-t", "--threshold", type=float, default=defaults.threshold,
-                     show_default=True, help="Score that starts an event."),
-        click.option("--threshold-low", type=float, default=defaults.threshold_low,
-                     show_default=True, help="Score an event stays above (hysteresis)."),
-        click.option("-l", "--min-event-length", default=defaults.min_event_length,
-                     show_default=True, help=f"Shortest event: {TIME_HELP}."),
-        click.option("--merge-gap", default=defaults.merge_gap, show_default=True,
-                     help="Events closer than this are merged."),
-        click.option("-tb", "--time-before-event", default=defaults.time_before_event,
-                     show_default=True, help="Time included before each event."),
-        click.option("-tp", "--time-post-event", default=defaults.time_post_event,
-                     show_default=True, help="Time included after each event."),
-        click.option("--absorb-after", default=defaults.absorb_after, show_default=True,
-                     help="An unusual region that stops changing for this long becomes "
-                          "background, in that region only ('never' to keep flagging)."),
-        click.option("--background-span", default=defaults.background_span, show_default=True,
-                     help="Time the model's window of frames spans."),
-        click.option("--seed/--no-seed", default=defaults.seed, show_default=True,
-                     help="Seed the model from frames spread over the whole file."),
-        click.option("--refit-every", type=click.IntRange(1), default=defaults.refit_every,
-                     show_default=True, help="Frames learned between refits of the subspace."),
-        click.option("--working-size", type=click.IntRange(8), default=defaults.working_size,
-                     show_default=True, help="Long side, in pixels, the detector works at."),
-        click.option("-df", "--downscale-factor", type=click.IntRange(1), default=None,
-                     help="Divide width and height by this instead of --working-size."),
-        click.option("--colour/--grey", "colour", default=defaults.colour, show_default=True,
-                     help="Score colour frames instead of grey."),
-        click.option("-st", "--start-time", default=None, help=f"Where to start: {TIME_HELP}."),
-        click.option("-et", "--end-time", default=None, help="Where to stop."),
-        click.option("-dt", "--duration", default=None, help="How much to scan."),
-        click.option("--fps", type=click.FloatRange(0, 1000, min_open=True), default=None,
-                     help="Frame rate of image sequences (default 25)."),
-        click.option("--backend", type=click.Choice(["auto", "pyav", "opencv", "images"]),
-                     default=defaults.backend, show_default=True, help="Video decoder."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def settings_from(options: dict) -> Settings:
-    """Settings from parsed options; a bad combination is a usage error (exit 2)."""
-    values = {key: options.pop(key) for key in list(options) if key in Settings.__dataclass_fields__}
-    if str(values.get("absorb_after")).lower() in ("never", "none", "off"):
-        values["absorb_after"] = None
-    try:
-        return Settings(**values)
-    except (TypeError, ValueError) as error:
-        raise click.UsageError(str(error)) from None
+from .batch import batch_command
+from .options import BadInput, bad_input, run_options, settings_from
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="videvent")
 def cli() -> None:
     """Find events in video with closed-form robust PCA."""
+
+
+cli.add_command(batch_command)
 
 
 def export_options(function):
@@ -201,10 +110,6 @@ class Progress:
         self._started, self._lines = None, 0
 
 
-def _bad_input(error: ValueError) -> BadInput:
-    return BadInput(str(error).splitlines()[0] if str(error) else type(error).__name__)
-
-
 def _methods(_ctx, _param, value):
     if not value:
         return ()
@@ -251,35 +156,23 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
                           else ""), err=True)
         progress.start("frames", to_scan)
 
-    exported: list[tuple[bool, Path | str]] = []  # (in the result folder?, path)
-
-    def export_before_commit(staging: Path) -> None:
-        """The exports go into the staging folder: if they fail, nothing is committed."""
-        progress.finish()
-        progress.start("export", read_events(staging / "events.json")["frames_read"])
-        video = False if export_video is None else export_video or True
-        written = export(staging, video=video, clips=clips, clip_template=clip_template,
-                         progress=progress.update)
-        # Named as they will be once the staging folder is the result folder.
-        exported.extend((True, p.name) if p.parent == staging else (False, p) for p in written)
-        progress.finish()
-
     try:
-        result = detect(source, settings, out_dir=out_dir, plot=not no_plot, compare=compare,
-                        progress=progress.update, on_start=started,
-                        before_commit=export_before_commit
-                        if export_video is not None or clips else None)
+        result = detect(source, settings, out_dir=out_dir or default_out_dir(source),
+                        plot=not no_plot, compare=compare,
+                        export_video=False if export_video is None else export_video or True,
+                        clips=clips, clip_template=clip_template, progress=progress.update,
+                        on_start=started)
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     except ValueError as error:
-        raise _bad_input(error) from None
+        raise bad_input(error) from None
     finally:
         progress.finish()
     warn_if_short(result, source)
     if not quiet:
         print_summary(result)
-        for staged, path in exported:
-            click.echo(f"Wrote {os.fspath(result.out_dir / path if staged else path)}")
+        for path in result.exported:
+            click.echo(f"Wrote {os.fspath(path)}")
 
 
 def frames_to_scan(settings: Settings, source) -> int | None:
@@ -310,6 +203,15 @@ def check_output_names(out_dir: str | None, export_video: str | None, clips: boo
             check_video_path(export_video, source)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="'--export-video'") from None
+
+
+def check_display() -> None:
+    """``--show`` needs a window: without a display, say so before anything starts (OpenCV
+    would abort the process with a Qt plugin error once the session is under way)."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
+                                                 or os.environ.get("WAYLAND_DISPLAY")):
+        raise click.UsageError("--show needs a display (DISPLAY is not set); run without "
+                               "--show, or follow the session in report.html and the alerts")
 
 
 def _webhook(_ctx, _param, value):
@@ -349,11 +251,13 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
 
     Writes what `run` writes, as it goes, plus alerts.jsonl and a clip per event. Ctrl-C (or
     SIGTERM) stops cleanly: the event under way is closed and every file is complete.
-    -dt/--duration (e.g. 10m as 600s, or 00:10:00) and --max-frames stop it on their own.
+    -dt/--duration (e.g. 10m, 1h30m or 00:10:00) and --max-frames stop it on their own.
     """
     from ..live import LiveMonitor
 
     settings = settings_from(options)
+    if show:
+        check_display()
     interactive = not quiet and sys.stderr.isatty()
 
     def status(summary) -> None:
@@ -370,7 +274,7 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     except ValueError as error:
-        raise _bad_input(error) from None
+        raise bad_input(error) from None
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: monitor.stop())
     summary = monitor.run()
@@ -409,7 +313,7 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
         progress.finish()
         write_report(result_dir)
     except ValueError as error:
-        raise _bad_input(error) from None
+        raise bad_input(error) from None
     finally:
         progress.finish()
     if not quiet:
@@ -469,9 +373,9 @@ def print_summary(result) -> None:
                    + f", {len(events)} event{'' if len(events) == 1 else 's'} found.")
     for run_ in result.warmup if scored else ():
         click.echo(f"Not scored, warm-up (learning the background): frames "
-                   f"{run_['start_frame']}-{run_['end_frame']} "
-                   f"({format_timecode(run_['start_time_s'])}-"
-                   f"{format_timecode(run_['end_time_s'])}); an event there is not seen.")
+                   f"{run_.start_frame}-{run_.end_frame} "
+                   f"({format_timecode(run_.start_time_s)}-"
+                   f"{format_timecode(run_.end_time_s)}); an event there is not seen.")
     if events:
         click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
                    f"{'peak':>7}")
@@ -484,8 +388,8 @@ def print_summary(result) -> None:
                        f"{event.peak_score:>7.1f}{note}")
     problems = {}
     for run_ in result.frame_problems:
-        problems[run_["status"]] = problems.get(run_["status"], 0) + (
-            run_["end_frame"] - run_["start_frame"] + 1)
+        problems[run_.status] = problems.get(run_.status, 0) + (
+            run_.end_frame - run_.start_frame + 1)
     if problems:
         click.echo("Frames without a usable picture: "
                    + ", ".join(f"{count} {status}" for status, count in sorted(problems.items())))
@@ -559,5 +463,3 @@ def main() -> None:
         click.echo(f"videvent: internal error: {type(error).__name__}: {error}", err=True)
         sys.exit(1)
 
-
-from .batch import batch_command; cli.add_command(batch_command)  # noqa: E402,E702 - at the end: batch imports from here

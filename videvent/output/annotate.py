@@ -8,6 +8,7 @@ waving tree that the model expects is not boxed even though it leaves some resid
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -52,10 +53,13 @@ def heat_overlay(image: np.ndarray, residual_image: np.ndarray) -> np.ndarray:
         magnitude = magnitude.max(axis=2)
     heat = np.clip(magnitude / HEAT_FULL_SCALE, 0.0, 1.0).astype(np.float32)
     heat = cv2.resize(heat, (image.shape[1], image.shape[0]), interpolation=cv2.INTER_LINEAR)
-    colours = cv2.applyColorMap((heat * 255).astype(np.uint8), cv2.COLORMAP_INFERNO)
-    alpha = 0.75 * heat
+    colours = cv2.applyColorMap(np.multiply(heat, 255, dtype=np.float32).astype(np.uint8),
+                                cv2.COLORMAP_INFERNO)
+    # In place and in float32: at 720p every full-size temporary costs a millisecond a frame.
+    alpha = np.multiply(heat, 0.75, out=heat)
     # OpenCV's per-pixel blend: what numpy does in float64 arrays, a dozen times faster.
-    return cv2.blendLinear(np.ascontiguousarray(image), colours, 1.0 - alpha, alpha)
+    return cv2.blendLinear(np.ascontiguousarray(image), colours,
+                           np.subtract(1.0, alpha, dtype=np.float32), alpha)
 
 
 def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level: float,
@@ -103,27 +107,59 @@ def _text(image: np.ndarray, text: str, origin: tuple[int, int], scale: float,
 
 
 class StripChart:
-    """The score over the whole video along the bottom of the frame, with a moving cursor."""
+    """The score along the bottom of the frame, over frames ``first..last``, with a cursor.
 
-    def __init__(self, width: int, height: int, frames: np.ndarray, scores: np.ndarray,
-                 threshold: float, events: list[dict]):
+    Drawn whole from the scores of a finished run (``of_scores``), or filled in frame by
+    frame (``add``) while the video is being scored, the future left blank: the annotated
+    video is then written in the same pass as the scores.
+    """
+
+    def __init__(self, width: int, height: int, first: int, last: int, threshold: float,
+                 top: float):
         self.width, self.height = width, height
-        self.first = int(frames[0]) if len(frames) else 0
-        self.last = int(frames[-1]) if len(frames) else 1
+        self.first, self.last = first, last
+        self._top, self._threshold = top, threshold
+        self._chart = np.zeros((self.height, width, 3), np.uint8)
+        self._threshold_line(0, width - 1)
+        self._previous: tuple[int, int] | None = None
+
+    @classmethod
+    def of_scores(cls, width: int, height: int, frames: np.ndarray, scores: np.ndarray,
+                  threshold: float, events: list[dict]) -> "StripChart":
+        """The chart of a whole run: its scores and its events' cores shaded."""
         top = max(threshold * 2.0, float(np.max(scores, initial=0.0)) * 1.05, 1.0)
-        self._y_of = lambda value: int(round((self.height - 3) * (1 - min(value, top) / top))) + 1
-        chart = np.zeros((self.height, width, 3), np.uint8)
+        chart = cls(width, height, int(frames[0]) if len(frames) else 0,
+                    int(frames[-1]) if len(frames) else 1, threshold, top)
         for event in events:
-            x0, x1 = self.x_of(event["core_start_frame"]), self.x_of(event["core_end_frame"])
-            cv2.rectangle(chart, (x0, 0), (max(x0, x1), self.height - 1), (40, 40, 120), -1)
-        y = self._y_of(threshold)
-        cv2.line(chart, (0, y), (width - 1, y), THRESHOLD_BGR, 1, cv2.LINE_AA)
+            chart._shade(event["core_start_frame"], event["core_end_frame"])
+        chart._threshold_line(0, width - 1)
         if len(frames) > 1:
-            points = np.column_stack([[self.x_of(f) for f in frames],
-                                      [self._y_of(max(0.0, v)) for v in scores]])
-            cv2.polylines(chart, [points.astype(np.int32)], False, CHART_LINE_BGR, 1,
+            points = np.column_stack([[chart.x_of(f) for f in frames],
+                                      [chart._y_of(max(0.0, v)) for v in scores]])
+            cv2.polylines(chart._chart, [points.astype(np.int32)], False, CHART_LINE_BGR, 1,
                           cv2.LINE_AA)
-        self._chart = chart
+        return chart
+
+    def add(self, frame: int, score: float, in_event: bool) -> None:
+        """One more frame's score (and whether it is in an event's core)."""
+        if in_event:
+            self._shade(frame, frame)
+            self._threshold_line(self.x_of(frame) - 1, self.x_of(frame))
+        point = (self.x_of(frame), self._y_of(max(0.0, score) if math.isfinite(score) else 0.0))
+        if self._previous is not None:
+            cv2.line(self._chart, self._previous, point, CHART_LINE_BGR, 1, cv2.LINE_AA)
+        self._previous = point
+
+    def _y_of(self, value: float) -> int:
+        return int(round((self.height - 3) * (1 - min(value, self._top) / self._top))) + 1
+
+    def _shade(self, first: int, last: int) -> None:
+        x0, x1 = self.x_of(first), self.x_of(last)
+        cv2.rectangle(self._chart, (x0, 0), (max(x0, x1), self.height - 1), (40, 40, 120), -1)
+
+    def _threshold_line(self, x0: int, x1: int) -> None:
+        y = self._y_of(self._threshold)
+        cv2.line(self._chart, (x0, y), (x1, y), THRESHOLD_BGR, 1, cv2.LINE_AA)
 
     def x_of(self, frame: int) -> int:
         span = max(1, self.last - self.first)
@@ -136,18 +172,20 @@ class StripChart:
         cv2.line(region, (x, 0), (x, self.height - 1), CURSOR_BGR, 2)
 
 
+def chart_height(frame_height: int) -> int:
+    """A seventh of the frame (and never more than half of a tiny one); 0 (no chart) on a
+    frame too small to show one (under 12 pixels high)."""
+    height = min(max(6, frame_height // 7), frame_height // 2)
+    return height if height >= 6 else 0
+
+
 class Annotator:
     """Draws one result frame: heat map, boxes, EVENT label and border, timecode, chart."""
 
-    def __init__(self, width: int, height: int, scores: dict[str, np.ndarray],
-                 events: list[dict], threshold: float, box_level: float):
+    def __init__(self, width: int, height: int, chart: StripChart | None, box_level: float):
         self.width, self.height = width, height
         self.box_level = box_level
-        # A seventh of the frame (and never more than half of a tiny one); none on a frame
-        # too small to show one (under 12 pixels high).
-        chart_height = min(max(6, height // 7), height // 2)
-        self.chart = StripChart(width, chart_height, scores["frame"], scores["score"],
-                                threshold, events) if chart_height >= 6 else None
+        self.chart = chart
         # Text scaled with the frame, as the chart is.
         text_px = min(max(TEXT_MIN_PX, height * TEXT_HEIGHT_SHARE), TEXT_MAX_PX)
         self._scale = text_px / HERSHEY_PX_PER_SCALE

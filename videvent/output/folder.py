@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 MARKER = ".videvent-result"
+# Written last into a result folder whose every file is written: what a resumed batch trusts.
+COMPLETE = ".videvent-complete"
 _MARKER_TEXT = "This folder was made by videvent; a new run into it replaces its results.\n"
 # .<name>.<pid>.partial (a file) or .<name>.<pid>-<random>.partial (a staging folder);
 # .<name>.<pid>-old.partial is an earlier result folder moved aside during a commit.
@@ -84,6 +86,20 @@ def mark(folder: Path) -> None:
     which process did is in the staging folder's name)."""
     (folder / MARKER).write_text(
         _MARKER_TEXT + json.dumps({"host": socket.gethostname()}) + "\n", encoding="utf-8")
+
+
+def mark_complete(folder: Path, facts: dict) -> None:
+    """Say that ``folder`` holds every result it was to hold (``facts``: what made it)."""
+    (folder / COMPLETE).write_text(json.dumps(facts) + "\n", encoding="utf-8")
+
+
+def completion(folder: Path) -> dict | None:
+    """What the completion marker of ``folder`` says, or None: not (known to be) complete."""
+    try:
+        facts = json.loads((folder / COMPLETE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return facts if isinstance(facts, dict) else None
 
 
 def _alive(pid: int) -> bool:

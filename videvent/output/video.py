@@ -30,6 +30,7 @@ class VideoWriter:
     def __init__(self, path: str | os.PathLike, width: int, height: int, fps: float):
         # yuv420p stores colour per 2x2 block, so H.264 players need even sizes: an odd
         # width or height gets one repeated column or row.
+        self.size = (height, width)   # of the pictures it takes
         self._pad = (height % 2, width % 2)
         width, height = width + self._pad[1], height + self._pad[0]
         self.path = Path(path)

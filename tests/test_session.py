@@ -1,0 +1,200 @@
+"""The one session every front end feeds, its sinks, the reader thread, the settings'
+single declaration and the public face, driven through the public API."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import videvent
+from conftest import ROOT, sample
+from videvent import FrameScore, FrameStatus, RunResult, Settings, Sink, detect
+from videvent.output import read_scores
+from videvent.reader import ReadAhead
+
+
+class Recorder(Sink):
+    """Everything a session tells, in order."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def on_start(self, info):
+        self.calls.append(("start", info.name, info.fps, info.threshold))
+
+    def on_frame(self, frame, score, event_number):
+        self.calls.append(("frame", frame.index, event_number))
+
+    def on_event_start(self, event):
+        self.calls.append(("event_start", event.number, event.core_start_frame))
+
+    def on_event_end(self, event, files):
+        self.calls.append(("event_end", event.number, event.end_frame, dict(files)))
+
+    def close(self):
+        self.calls.append(("close",))
+
+
+def test_a_sink_is_told_each_frame_once_and_each_event_as_it_starts_and_ends(tmp_path):
+    recorder = Recorder()
+    result = detect(sample("walker")[0], out_dir=tmp_path / "out", sinks=[recorder])
+    calls = recorder.calls
+    assert calls[0] == ("start", "walker", 15.0, 7.0) and calls[-1] == ("close",)
+    frames = [c for c in calls if c[0] == "frame"]
+    assert [c[1] for c in frames] == list(range(result.frames_read))
+    scores = read_scores(tmp_path / "out" / "scores.csv")
+    # The frames it is told are in an event are those scores.csv flags.
+    assert [c[2] or 0 for c in frames] == scores["event"].tolist()
+    [event] = result.events
+    starts = [c for c in calls if c[0] == "event_start"]
+    ends = [c for c in calls if c[0] == "event_end"]
+    assert starts == [("event_start", 1, event.core_start_frame)]
+    assert ends[0][:3] == ("event_end", 1, event.end_frame)
+    assert set(ends[0][3]) == {"thumbnail"}
+    # Told before the event's first core frame; its end before any frame after it.
+    assert calls.index(starts[0]) == calls.index(("frame", event.core_start_frame, 1)) - 1
+    assert calls.index(ends[0]) < calls.index(("frame", event.end_frame + 1, None))
+
+
+def test_detect_returns_data_and_writes_nothing_without_a_folder(tmp_path):
+    script = ("import sys, videvent; r = videvent.detect(sys.argv[1]); "
+              "print(len(r.events), r.frames_read, r.out_dir, 'matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script, str(sample("walker")[0])],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "300", "None", "False"]
+    assert list(tmp_path.iterdir()) == []
+    assert not (ROOT / "sample_videos" / "walker.videvent").exists()
+
+
+def test_a_result_folder_reads_back_as_typed_records(tmp_path):
+    result = detect(sample("blank_frames")[0], out_dir=tmp_path / "out")
+    loaded = RunResult.load(tmp_path / "out")
+    assert loaded.events == result.events and loaded.frames_read == result.frames_read
+    assert loaded.frame_problems == result.frame_problems and loaded.frame_problems
+    assert {run.status for run in loaded.frame_problems} <= {s.value for s in FrameStatus}
+    assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))
+    with pytest.raises(ValueError, match="events.json"):
+        RunResult.load(tmp_path)
+
+
+def test_frame_status_is_text_where_text_was():
+    assert FrameStatus.FROZEN == "frozen" and f"{FrameStatus.OK}" == "ok"
+    assert json.dumps([FrameStatus.BLANK]) == '["blank"]'
+    assert FrameStatus("corrupt").unusable and not FrameStatus("warmup").unusable
+
+
+def test_a_long_live_session_keeps_a_bounded_summary_and_logs_every_event(tmp_path,
+                                                                          monkeypatch):
+    from videvent import session as session_module
+    from videvent.pipeline import prepare
+    from videvent.sources import Frame, open_source
+
+    monkeypatch.setattr(session_module, "LIVE_SUMMARY_LIMIT", 5)
+    settings = Settings(min_event_length=1, merge_gap=0, time_before_event=0,
+                        time_post_event=0)
+    with open_source(sample("walker")[0]) as source:
+        run, segmenter = prepare(source, settings)
+        segmenter.keep_events = False
+        session = session_module.Session(run, segmenter, live=True,
+                                         summary_path=tmp_path / "events.json")
+        session.start()
+        for index in range(400):  # an event every 10 frames: 40 events
+            score = 20.0 if index % 10 == 0 else 0.0
+            session.add(Frame(index, index / 15, None), None,
+                        FrameScore(index, index / 15, 0.1, score, "ok", False))
+            assert len(segmenter.events) <= 1  # the segmenter holds none it handed out
+        session.finish()
+        session.close()
+    logged = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [event["number"] for event in logged] == list(range(1, 41))
+    summary = json.loads((tmp_path / "events.json").read_text())
+    assert [event["number"] for event in summary["events"]] == list(range(36, 41))
+    assert summary["source"]["live"] is True and summary["frames_read"] == 400
+
+
+def test_closing_a_reader_early_ends_its_thread_and_runs_its_clean_up():
+    cleaned = threading.Event()
+
+    def produce(put):
+        try:
+            for item in range(10_000):
+                if not put(item):
+                    return
+        finally:
+            cleaned.set()
+
+    reader = ReadAhead(produce, 4)
+    taken = []
+    for item in reader:
+        taken.append(item)
+        if len(taken) == 3:
+            break  # the consumer stops while the producer is blocked on a full queue
+    assert taken == [0, 1, 2]
+    assert cleaned.is_set() and not reader._thread.is_alive()
+
+
+def test_a_reader_hands_on_the_producers_error():
+    def produce(put):
+        put(1)
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError, match="disk gone"):
+        list(ReadAhead(produce, 4))
+
+
+def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
+    from videvent._cli.main import cli
+    from videvent.settings import SPECS, option_name
+
+    run_command = cli.commands["run"]
+    options = {name for param in run_command.params for name in getattr(param, "opts", ())}
+    readme = (ROOT / "README.md").read_text()
+    for name in SPECS:
+        assert f"--{option_name(name)}" in options, name
+        assert f"--{option_name(name)}" in readme, name
+    # The config file is checked by the same declarations as the options.
+    config = tmp_path / "videvent.toml"
+    config.write_text("[run]\ninlier-fraction = 2.0\n")
+    from videvent.settings import load_config
+    with pytest.raises(ValueError, match="inlier-fraction must be more than 0 and at most 1"):
+        load_config(config)
+    config.write_text('refit-every = 2\nabsorb-after = "never"\n')
+    assert load_config(config) == {"refit_every": 2, "absorb_after": None}
+
+
+def test_the_settings_choices_are_the_detectors_and_decoders_without_importing_them():
+    from videvent.detectors.background import METHODS
+    from videvent.settings import BACKENDS as SETTING_BACKENDS
+    from videvent.settings import METHODS as SETTING_METHODS
+    from videvent.sources import BACKENDS
+
+    assert SETTING_METHODS == METHODS and sorted(SETTING_BACKENDS) == sorted(BACKENDS)
+    tree = ast.parse((ROOT / "videvent" / "settings.py").read_text())
+    own = {node.module for node in ast.walk(tree)
+           if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert own == {"timecode"}
+
+
+def test_the_command_line_modules_import_each_other_one_way_only():
+    imports = {}
+    for module in ("main", "batch", "options"):
+        tree = ast.parse((ROOT / "videvent" / "_cli" / f"{module}.py").read_text())
+        imports[module] = {node.module for node in ast.walk(tree)
+                           if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert "main" not in imports["batch"] and "main" not in imports["options"]
+    assert "batch" not in imports["options"]
+
+
+def test_the_public_face():
+    for name in ("detect", "watch", "batch", "export", "open_source", "Settings",
+                 "SubspaceWindowDetector", "Event", "FrameScore", "FrameStatus", "RunResult",
+                 "Sink"):
+        assert name in videvent.__all__ and callable(getattr(videvent, name)), name
+    assert np.issubdtype(np.asarray(FrameStatus.OK).dtype, np.str_)

@@ -1,0 +1,87 @@
+"""What every command shares: the settings as click options, the config file, bad input.
+
+The options are made from the settings' declarations (``videvent.settings``): their flags,
+types, bounds, defaults and help are not written twice.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..settings import DEFAULTS, SPECS, TIME_HELP, Settings, Spec, load_config, never_to_none
+from ..settings import option_name
+
+
+class BadInput(click.ClickException):
+    """Bad input data: one line on stderr, exit code 1."""
+
+    exit_code = 1
+
+    def show(self, file=None) -> None:
+        click.echo(f"videvent: error: {self.format_message()}", err=True)
+
+
+def bad_input(error: ValueError) -> BadInput:
+    return BadInput(str(error).splitlines()[0] if str(error) else type(error).__name__)
+
+
+def _load_config(ctx: click.Context, _param, path):
+    """Eager ``-c`` callback: a TOML file's values become the defaults of the options."""
+    if path is None:
+        return None
+    try:
+        values = load_config(path)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+    return path
+
+
+def _click_type(spec: Spec):
+    if spec.kind == "choice":
+        return click.Choice(spec.choices)
+    if spec.kind == "int":
+        return click.IntRange(None if spec.minimum is None else int(spec.minimum),
+                              None if spec.maximum is None else int(spec.maximum),
+                              min_open=spec.min_open)
+    if spec.kind == "float":
+        if spec.minimum is None and spec.maximum is None:
+            return float
+        return click.FloatRange(spec.minimum, spec.maximum, min_open=spec.min_open)
+    return str
+
+
+def setting_option(name: str):
+    """The click option of one setting, from its declaration."""
+    spec, default, long = SPECS[name], DEFAULTS[name], "--" + option_name(name)
+    help_text = spec.help + (f" In {spec.units}." if spec.units else "")
+    if spec.kind == "bool":
+        return click.option(f"{long}/{spec.off_flag}", name, default=default,
+                            show_default=True, help=help_text)
+    flags = [spec.short, long] if spec.short else [long]
+    return click.option(*flags, name, type=_click_type(spec), default=default,
+                        metavar="TIME" if spec.kind == "time" else None,
+                        show_default=default is not None, help=help_text)
+
+
+def run_options(function):
+    """The detector options shared by the commands that run it: ``-c`` and every setting."""
+    options = [click.option("-c", "--config", type=click.Path(dir_okay=False), is_eager=True,
+                            expose_value=False, callback=_load_config,
+                            help="TOML file of settings (same names as the options; CLI "
+                                 f"wins). A TIME is {TIME_HELP}.")]
+    options += [setting_option(name) for name in SPECS]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def settings_from(options: dict) -> Settings:
+    """Settings from parsed options (taken out of ``options``); a bad combination is a
+    usage error (exit 2)."""
+    values = {name: never_to_none(name, options.pop(name)) for name in list(options)
+              if name in SPECS}
+    try:
+        return Settings(**values)
+    except (TypeError, ValueError) as error:
+        raise click.UsageError(str(error)) from None

@@ -1,0 +1,79 @@
+"""Event thumbnails: each event's peak frame with its heat map and boxes, 320 pixels wide.
+
+Only the best frame of each stretch of unusual frames is kept until its event is done, so
+the thumbnails cost no second decoding and memory stays bounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from .annotate import changed_regions, draw_boxes, heat_overlay
+from .sink import Sink
+
+THUMBNAIL_WIDTH = 320
+
+
+def write_thumbnail(path: Path, image: np.ndarray, score, box_level: float) -> None:
+    """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
+    colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
+    residual = score.residual_image
+    if residual.ndim == 3:
+        residual = np.abs(residual).max(axis=2)
+    shown = heat_overlay(colour, residual)
+    draw_boxes(shown, changed_regions(residual, score.block_scores, box_level,
+                                      (colour.shape[1], colour.shape[0])))
+    height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
+    small = cv2.resize(shown, (THUMBNAIL_WIDTH, height), interpolation=cv2.INTER_AREA)
+    encoded, jpeg = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 88])
+    if not encoded:
+        raise ValueError(f"cannot encode the thumbnail {path}")
+    # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
+    Path(path).write_bytes(jpeg.tobytes())
+
+
+class ThumbnailSink(Sink):
+    """Writes ``thumbnails/eventNNN.jpg`` for every event, from its peak frame.
+
+    ``redecode(index)``: the picture of a frame, decoded again, for front ends whose frames
+    carry none (``batch`` decodes chunks elsewhere).
+    """
+
+    def __init__(self, folder: Path, box_level: float,
+                 redecode: Callable[[int], np.ndarray] | None = None):
+        self.folder, self.box_level, self.redecode = Path(folder), box_level, redecode
+        self.folder.mkdir(exist_ok=True)
+        self.best: dict[int, tuple[float, np.ndarray | None, object]] = {}
+        self._current: int | None = None
+
+    def on_frame(self, frame, score, event_number) -> None:
+        # A stretch of unusual frames: explained, and scoring at least the box level (the
+        # detector may explain every frame, for the annotated video).
+        if score.residual_image is None or not score.score >= self.box_level:
+            self._current = None
+            return
+        if self._current is None or score.score > self.best[self._current][0]:
+            if self._current is not None:
+                del self.best[self._current]
+            self._current = score.index
+            image = None if frame.image is None else frame.image.copy()
+            self.best[score.index] = (score.score, image, score)
+
+    def on_event_end(self, event, files: dict[str, str]) -> None:
+        found = self.best.get(event.peak_frame)
+        for index in [i for i in self.best if i <= event.end_frame and i != self._current]:
+            del self.best[index]
+        if found is None:
+            return
+        _, image, score = found
+        if image is None:
+            if self.redecode is None:
+                return
+            image = self.redecode(event.peak_frame)
+        path = self.folder / f"event{event.number:03d}.jpg"
+        write_thumbnail(path, image, score, self.box_level)
+        files["thumbnail"] = str(path)

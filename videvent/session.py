@@ -1,0 +1,368 @@
+"""The one session every front end feeds: a frame's single way through the house.
+
+``run``, ``watch``, ``batch`` (its chunks) and ``export`` decode and score frames in their own
+ways; each hands every scored frame to a :class:`Session`, which owns what follows: the
+segmenter, ``scores.csv``, the runs of unusable frames, the absorptions, the events document,
+and the *sinks* (thumbnails, clips, the annotated video, alerts) it tells about frames and
+events as they are decided. A frame's fate is therefore the same whatever the front end.
+
+A live session (``live=True``) may run for weeks: completed events are appended to
+``events.jsonl`` as they end and the summary document keeps only the latest of them, so
+memory and the I/O per event stay bounded.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from . import __version__
+from .output import ScoresWriter, write_events
+from .output.events_json import read_events
+from .output.folder import partial_path
+from .output.sink import SessionInfo, Sink
+from .segmenter import Event, EventSegmenter
+from .timecode import format_timecode
+
+__all__ = ["FrameStatus", "ProblemRun", "RunResult", "Session", "SessionInfo", "Sink",
+           "TimePoint"]
+
+# Frames at the start of a pass whose picture statistics are recorded in events.json, so an
+# export can tell that the source was replaced by another video with as many frames.
+FINGERPRINT_FRAMES = 8
+# A live session's events.json keeps this many of its latest events (and problem runs,
+# absorptions, source changes); all of its events are in events.jsonl.
+LIVE_SUMMARY_LIMIT = 1000
+EVENTS_LOG = "events.jsonl"
+
+
+class FrameStatus(str, enum.Enum):
+    """What the detector made of a frame; str-valued, so it reads and writes as its text."""
+
+    OK = "ok"
+    WARMUP = "warmup"
+    BLANK = "blank"
+    FROZEN = "frozen"
+    CORRUPT = "corrupt"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def unusable(self) -> bool:
+        """No usable picture: reported as a problem run, never scored."""
+        return self in UNUSABLE
+
+
+UNUSABLE = (FrameStatus.BLANK, FrameStatus.FROZEN, FrameStatus.CORRUPT)
+
+
+@dataclass
+class ProblemRun:
+    """Consecutive frames of one status (blank, frozen, corrupt, warm-up)."""
+
+    status: str
+    start_frame: int
+    end_frame: int
+    start_time_s: float
+    end_time_s: float
+
+    def to_dict(self) -> dict:
+        return {"status": str(self.status), "start_frame": self.start_frame,
+                "end_frame": self.end_frame, "start_time_s": self.start_time_s,
+                "end_time_s": self.end_time_s}
+
+
+@dataclass
+class TimePoint:
+    """A frame and its time (where the detector absorbed a lasting change)."""
+
+    frame: int
+    time_s: float
+
+    def to_dict(self) -> dict:
+        return {"frame": self.frame, "time_s": self.time_s,
+                "timecode": format_timecode(self.time_s)}
+
+
+class ProblemRuns:
+    """Runs of frames of the given ``statuses``; frames of a ``bridged`` status neither end a
+    run nor are part of it."""
+
+    def __init__(self, statuses: tuple[str, ...] = UNUSABLE, bridged: tuple[str, ...] = (),
+                 limit: int | None = None):
+        self.statuses, self.bridged = statuses, bridged
+        self.runs: deque[ProblemRun] = deque(maxlen=limit)
+        self._open: ProblemRun | None = None
+        self._last = -1
+
+    def add(self, score) -> None:
+        status = score.status
+        if status in self.bridged:
+            self._last = score.index
+            return
+        run = self._open
+        if run is not None and (run.status != status or score.index != self._last + 1):
+            self._open = run = None
+        self._last = score.index
+        if status in self.statuses:
+            if run is None:
+                self._open = ProblemRun(str(status), score.index, score.index, score.time_s,
+                                        score.time_s)
+                self.runs.append(self._open)
+            else:
+                run.end_frame, run.end_time_s = score.index, score.time_s
+
+
+@dataclass
+class RunResult:
+    """What a session found: the same facts as its ``events.json``, as typed records."""
+
+    source: dict
+    settings: dict
+    frames_read: int
+    events: list[Event]
+    absorbed: list[TimePoint]
+    frame_problems: list[ProblemRun]
+    compare: list[str] = field(default_factory=list)
+    out_dir: Path | None = None
+    # Runs of frames the detector could not score yet (it was learning the background).
+    warmup: list[ProblemRun] = field(default_factory=list)
+    frames_scored: int = 0
+    # Frames the container announced in the range scanned (None: it did not say).
+    frames_expected: int | None = None
+    # --compare: each other method's events (first and last core frame), as its own
+    # detector and segmenter found them.
+    compare_events: dict[str, list[list[int]]] = field(default_factory=dict)
+    # Files exported in the same pass (annotated video, regions.csv, clips), where they are.
+    exported: list[Path] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "videvent_version": __version__,
+            "source": self.source,
+            "settings": self.settings,
+            "frames_read": self.frames_read,
+            "events": [event.to_dict() for event in self.events],
+            "absorbed": [point.to_dict() for point in self.absorbed],
+            "frame_problems": [run.to_dict() for run in self.frame_problems],
+            "warmup": [run.to_dict() for run in self.warmup],
+            "frames_scored": self.frames_scored,
+            "compare": self.compare,
+            "compare_events": self.compare_events,
+        }
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> "RunResult":
+        """The result of a run, read back from its result folder (``events.json``)."""
+        document = read_events(Path(folder) / "events.json")
+        event_fields = Event.__dataclass_fields__
+        try:
+            return cls(
+                source=document["source"], settings=document["settings"],
+                frames_read=int(document["frames_read"]),
+                events=[Event(**{k: v for k, v in e.items() if k in event_fields})
+                        for e in document["events"]],
+                absorbed=[TimePoint(a["frame"], a["time_s"]) for a in document["absorbed"]],
+                frame_problems=[ProblemRun(**r) for r in document["frame_problems"]],
+                compare=list(document.get("compare", [])), out_dir=Path(folder),
+                warmup=[ProblemRun(**r) for r in document.get("warmup", [])],
+                frames_scored=int(document.get("frames_scored", 0)),
+                compare_events=dict(document.get("compare_events", {})))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"'{folder}' holds an events.json this videvent cannot read: "
+                             f"{error}") from None
+
+
+def fingerprint(vectors: list[np.ndarray | None], shape: tuple[int, ...]
+                ) -> list[list[float] | None]:
+    """Each working frame shrunk to 4x4 pixels (None for a frame without a picture): close
+    enough to survive another decoder's rounding, far enough to tell two videos apart."""
+    return [None if v is None else np.round(cv2.resize(
+        v.reshape(shape).astype(np.float32), (4, 4), interpolation=cv2.INTER_AREA), 4
+    ).ravel().tolist() for v in vectors]
+
+
+def source_uri(uri: str) -> str:
+    """A file's absolute path (a result folder can be moved); other sources as given."""
+    return os.path.abspath(uri) if os.path.exists(uri) else uri
+
+
+class Session:
+    """Every scored frame goes through ``add``; ``finish`` ends the session.
+
+    ``run`` is the pass (``videvent.pipeline.Pass``) whose detector scores the frames;
+    ``scores_path``: where ``scores.csv`` goes (None: nowhere); ``sinks`` are told about
+    frames and events in the order given; ``live``: the summary document is written as the
+    session goes (``summary_path``) and capped, the events appended to ``events.jsonl``;
+    ``summary_extra()`` gives the front end's own facts for it (a dict).
+    """
+
+    def __init__(self, run, segmenter: EventSegmenter, *, scores_path: Path | None = None,
+                 sinks: list[Sink] = (), live: bool = False, summary_path: Path | None = None,
+                 summary_extra=None):
+        self.run, self.segmenter, self.sinks, self.live = run, segmenter, list(sinks), live
+        self.summary_path, self.summary_extra = summary_path, summary_extra
+        limit = LIVE_SUMMARY_LIMIT if live else None
+        self.writer = None if scores_path is None else ScoresWriter(scores_path)
+        self.events: deque[Event] = deque(maxlen=limit)
+        self.absorbed: deque[TimePoint] = deque(maxlen=limit)
+        self.problems = ProblemRuns(limit=limit)
+        # The warm-up of a still scene is interleaved with frozen frames: one run all the same.
+        self.warmup = ProblemRuns((FrameStatus.WARMUP,), bridged=UNUSABLE, limit=limit)
+        self.source_events: deque[dict] = deque(maxlen=limit)
+        self.frames_read = self.frames_scored = self.events_completed = 0
+        self.first_vectors: list[np.ndarray | None] = []
+        self._pending: deque = deque()   # (frame, score) not yet decided by the segmenter
+        self._open: Event | None = None  # the event whose core the last frames were in
+        self._log = None
+        if live and summary_path is not None:
+            self._log = open(summary_path.with_name(EVENTS_LOG), "a", encoding="utf-8")
+        source = run.source
+        self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
+                                source.height, run.settings.threshold, run.settings)
+
+    def start(self) -> None:
+        for sink in self.sinks:
+            sink.on_start(self.info)
+
+    def add(self, frame, vector: np.ndarray | None, score) -> None:
+        """One scored frame, in order."""
+        self.frames_read += 1
+        if score.absorbed:
+            self.absorbed.append(TimePoint(frame.index, frame.time_s))
+        self.problems.add(score)
+        self.warmup.add(score)
+        self.frames_scored += score.status == FrameStatus.OK
+        if len(self.first_vectors) < FINGERPRINT_FRAMES:
+            self.first_vectors.append(vector)
+        self._pending.append((frame, score))
+        self._decided(self.segmenter.update(frame.index, frame.time_s, score.score,
+                                            absorbed=score.absorbed))
+
+    def status(self, status: str, detail: dict) -> None:
+        """The source's state changed (connected, lost, back, stalled, finished)."""
+        if status in ("lost", "back"):
+            self.source_events.append({"type": f"source_{status}", **detail})
+        for sink in self.sinks:
+            sink.on_status(status, detail)
+
+    def finish(self) -> None:
+        """Decide every frame still pending and complete the open events (and, live, write
+        the final summary document)."""
+        self._decided(self.segmenter.finish())
+        if self.writer is not None:
+            self.writer.flush()
+        if self.live and self.summary_path is not None:
+            self.write_summary()
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self, failed: bool = False) -> None:
+        """Close the sinks (discarding what they wrote, for those that can, when the
+        session ``failed``) and the files of the session."""
+        try:
+            for sink in self.sinks:
+                discard = getattr(sink, "discard", None)
+                if failed and discard is not None:
+                    discard()
+                else:
+                    sink.close()
+        finally:
+            if self.writer is not None:
+                self.writer.close()
+            if self._log is not None:
+                self._log.close()
+
+    # -- deciding frames ---------------------------------------------------------------------
+    def _decided(self, decisions) -> None:
+        # Completed events end before the first frame after them is handed on, so that a
+        # clip or an alert stops where the event does.
+        completed = deque(self.segmenter.pop_completed())
+        for decision in decisions:
+            frame, score = self._pending.popleft()
+            while completed and completed[0].end_frame < frame.index:
+                self._event_done(completed.popleft())
+            if self.writer is not None:
+                self.writer.write(score, decision.flagged, decision.event_number)
+            number = decision.event_number if decision.flagged else None
+            if number is not None:
+                self._event_frame(number, score)
+            for sink in self.sinks:
+                sink.on_frame(frame, score, number)
+        for event in completed:
+            self._event_done(event)
+
+    def _event_frame(self, number: int, score) -> None:
+        if self._open is None or self._open.number != number:
+            self._open = self.segmenter.open_event(number)
+            for sink in self.sinks:
+                sink.on_event_start(self._open)
+        elif score.score > self._open.peak_score:
+            self._open = self.segmenter.open_event(number) or self._open
+            for sink in self.sinks:
+                sink.on_event_update(self._open)
+
+    def _event_done(self, event: Event) -> None:
+        if self._open is not None and self._open.number == event.number:
+            self._open = None
+        files: dict[str, str] = {}
+        for sink in self.sinks:
+            sink.on_event_end(event, files)
+        self.events.append(event)
+        self.events_completed += 1
+        if self._log is not None:
+            self._log.write(json.dumps({**event.to_dict(), **files}) + "\n")
+            self._log.flush()
+        if self.live and self.summary_path is not None:
+            self.write_summary()
+
+    # -- what the session found --------------------------------------------------------------
+    def source_record(self) -> dict:
+        run, source = self.run, self.run.source
+        height, width = run.frame_shape[:2]
+        record = {
+            "uri": source_uri(source.uri), "name": source.name, "fps": source.fps,
+            "frame_count": source.frame_count, "width": source.width, "height": source.height,
+            "working_width": width, "working_height": height, "first_frame": run.start,
+            "absorb_after_frames": run.detector.static_after,
+            "seed_frames": run.detector.seeded_,
+            "fingerprint": fingerprint(self.first_vectors, run.frame_shape),
+        }
+        if self.live:
+            record["live"] = True
+        return record
+
+    def result(self, compare: tuple[str, ...] = (),
+               compare_events: dict[str, list[list[int]]] | None = None) -> RunResult:
+        run, source = self.run, self.run.source
+        expected = None
+        if source.frame_count and not self.live:
+            expected = max(0, (source.frame_count if run.end is None
+                               else min(run.end, source.frame_count)) - run.start)
+        return RunResult(source=self.source_record(), settings=run.settings.to_dict(),
+                         frames_read=self.frames_read, events=list(self.events),
+                         absorbed=list(self.absorbed), frame_problems=list(self.problems.runs),
+                         compare=list(compare), warmup=list(self.warmup.runs),
+                         frames_scored=self.frames_scored, frames_expected=expected,
+                         compare_events=compare_events or {})
+
+    def write_summary(self) -> None:
+        """(Re)write the summary document, ``events.json``, in place (complete or not at all);
+        a live session's also says how the source came and went, and the front end's facts."""
+        document = self.result().to_dict()
+        if self.live:
+            document["source_events"] = list(self.source_events)
+            document.update(self.summary_extra() if self.summary_extra else {})
+        temporary = partial_path(self.summary_path)
+        write_events(temporary, document)
+        os.replace(temporary, self.summary_path)
