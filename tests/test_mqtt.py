@@ -2,6 +2,7 @@
 retained status and snapshot, and a broker that dies and comes back while the sink never
 holds up its caller."""
 
+import getpass
 import json
 import shutil
 import socket
@@ -36,8 +37,11 @@ class Broker:
         self.config = folder / "mosquitto.conf"
         # Persistence keeps a subscriber's session over a restart, so what the sink sends while
         # the subscriber is still reconnecting waits for it (else the test would race).
+        # ``user``: run as root (CI), mosquitto would switch to its own user, which cannot write
+        # the test's folder, and keep nothing.
         self.config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
-                               f"persistence true\npersistence_location {folder}/\n")
+                               f"persistence true\npersistence_location {folder}/\n"
+                               f"user {getpass.getuser()}\n")
         self.process = None
 
     def start(self):
