@@ -58,8 +58,10 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
 
 
 def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
-                   method: str | None = None) -> SubspaceWindowDetector:
-    """The window scorer of a run, with its times turned into frames."""
+                   method: str | None = None, watched: np.ndarray | None = None
+                   ) -> SubspaceWindowDetector:
+    """The window scorer of a run, with its times turned into frames; ``watched``: the
+    features inside the regions (``Preprocessor.watched``)."""
     span = max(settings.window, settings.frames("background_span", fps))
     return SubspaceWindowDetector(
         frame_shape, method=method or settings.method, rank=settings.rank,
@@ -67,7 +69,7 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         inlier_fraction=settings.inlier_fraction, stride=round(span / settings.window),
         warmup=max(1, round(fps * WARMUP_SECONDS)),
         static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
-        refit_every=settings.refit_every, blocks=settings.blocks)
+        refit_every=settings.refit_every, blocks=settings.blocks, watched=watched)
 
 
 def seed_detector(run: "Pass") -> int:
@@ -124,11 +126,15 @@ class Pass:
 
 def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     start, end = frame_range(settings, source.fps)
+    regions = settings.regions()
+    regions.check(source.width, source.height)   # RegionError: outside this source's frame
     width, height = working_size(source.width, source.height, max_side=settings.working_size,
                                  downscale_factor=settings.downscale_factor)
     shape = (height, width, 3) if settings.colour else (height, width)
-    return Pass(source, settings, start, end, Preprocessor(width, height, settings.colour),
-                build_detector(settings, shape, source.fps))
+    preprocess = Preprocessor(width, height, settings.colour, regions=regions,
+                              source_size=(source.width, source.height))
+    return Pass(source, settings, start, end, preprocess,
+                build_detector(settings, shape, source.fps, watched=preprocess.watched))
 
 
 def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
@@ -158,7 +164,7 @@ def score_frames(run: Pass, *, explain: bool | float = False,
     previous = None
     try:
         for frame, vector in frames:
-            health = frame_health(vector, previous)
+            health = frame_health(vector, previous, run.preprocess.watched)
             if vector is not None:
                 previous = vector
             yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
@@ -187,7 +193,8 @@ class Comparison:
     def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
         settings, fps = run.settings, run.source.fps
         self.methods = methods
-        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method)
+        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method,
+                                                 run.preprocess.watched)
                           for method in methods if method != settings.method}
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")
@@ -231,7 +238,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     run, segmenter = prepare(source, settings)
     if folder is not None:
         sinks = [ThumbnailSink(folder / "thumbnails", settings.threshold_low,
-                               redecode=lambda index: _picture(source, index)), *sinks]
+                               redecode=lambda index: _picture(source, index),
+                               regions=run.preprocess.regions), *sinks]
     session = Session(run, segmenter, sinks=sinks,
                       scores_path=None if folder is None else folder / "scores.csv")
     comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
@@ -352,7 +360,8 @@ def export_sinks(source: FrameSource, settings: Settings, folder: Path,
         path = folder / ANNOTATED_NAME if video is True else Path(video)
         sinks.append(AnnotatedVideoSink(
             path, folder / REGIONS_NAME,
-            Annotator(source.width, source.height, chart, settings.threshold_low),
+            Annotator(source.width, source.height, chart, settings.threshold_low,
+                      settings.regions()),
             source.fps, fill_chart=True))
     if clips:
         sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 from ..output.annotate import Annotator
 
@@ -176,10 +175,8 @@ class DashboardSink(Sink):
         threshold = float(info.threshold)
         # Boxes as the annotated export draws them: around blocks above the low threshold.
         box_level = getattr(settings, "threshold_low", threshold)
-        annotator = Annotator(*shown_size(info.width, info.height), {"frame": np.zeros(0, int),
-                                                        "score": np.zeros(0)}, [], threshold,
-                              box_level)
-        annotator.chart = None   # the page draws the live chart itself, with the threshold
+        # No strip chart: the page draws the live chart itself, with the threshold.
+        annotator = Annotator(*shown_size(info.width, info.height), None, box_level)
         self._encoder.annotator = annotator
         with self.camera.lock:
             self.camera.width, self.camera.height = int(info.width), int(info.height)
