@@ -30,6 +30,7 @@ from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .preprocess import Preprocessor, frame_health, working_size
 from .reader import ReadAhead
+from .regions import RegionError, Regions
 from .segmenter import EventSegmenter
 from .session import FrameStatus, RunResult, Session
 from .settings import SettingError, Settings
@@ -124,10 +125,20 @@ class Pass:
         return self.detector.frame_shape
 
 
+def source_regions(settings: Settings, source: FrameSource) -> Regions:
+    """The settings' regions, checked against the source's frame: SettingError (one line)
+    for a polygon outside it or masks that leave nothing to watch."""
+    regions = settings.regions()
+    try:
+        regions.check(source.width, source.height)
+    except RegionError as error:
+        raise SettingError(str(error)) from None
+    return regions
+
+
 def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     start, end = frame_range(settings, source.fps)
-    regions = settings.regions()
-    regions.check(source.width, source.height)   # RegionError: outside this source's frame
+    regions = source_regions(settings, source)
     width, height = working_size(source.width, source.height, max_side=settings.working_size,
                                  downscale_factor=settings.downscale_factor)
     shape = (height, width, 3) if settings.colour else (height, width)
@@ -302,6 +313,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     with open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
                      keep_colour=bool(export_video or clips)) as source:
         if on_start is not None:
+            source_regions(settings, source)   # said before the scan is announced
             on_start(source)
         if destination is None:
             return scan(source, settings, sinks=sinks, progress=progress)
