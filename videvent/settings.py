@@ -234,9 +234,10 @@ def check_value(name: str, value: Any) -> None:
             raise ValueError(f"{shown} must be a list of "
                              f"{'polygons' if spec.kind == 'polygons' else 'file names'}, "
                              f"got {value!r}")
-        if spec.kind == "polygons":
+        if spec.kind == "polygons":   # named as Regions.check names them
+            label = "region" if name == "add_region" else "mask"
             for number, item in enumerate(items, start=1):
-                parse_polygon(item, f"{shown} {number}")
+                parse_polygon(item, f"{label} {number}")
     elif spec.kind == "time":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise ValueError(f"{shown} must be {TIME_HELP}, got {value!r}")
