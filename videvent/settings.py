@@ -196,6 +196,7 @@ WATCH_SPECS: dict[str, Spec] = {
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
 }
 WATCH_DEFAULTS: dict[str, Any] = {"mqtt": None, "mqtt_prefix": "videvent"}
+ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
 
 
 def option_name(name: str) -> str:
@@ -212,7 +213,7 @@ def never_to_none(name: str, value: Any) -> Any:
 
 def check_value(name: str, value: Any) -> None:
     """Raise ValueError (one line) if ``value`` is not one setting ``name`` can take."""
-    spec, shown = {**SPECS, **WATCH_SPECS}[name], option_name(name)
+    spec, shown = ALL_SPECS[name], option_name(name)
     if value is None:
         if spec.optional:
             return
@@ -289,14 +290,14 @@ def load_config(path: str | Path) -> dict:
         if isinstance(value, dict):
             continue  # other commands' tables
         name = key.replace("-", "_")
-        if name not in SPECS and name not in WATCH_SPECS:
+        if name not in ALL_SPECS:
             raise ValueError(f"config file '{path}': unknown setting '{key}'")
         value = never_to_none(name, value) if name in SPECS else value
         try:
             check_value(name, value)
         except ValueError as error:
             raise ValueError(f"config file '{path}': {error}") from None
-        kind = {**SPECS, **WATCH_SPECS}[name].kind
+        kind = ALL_SPECS[name].kind
         if kind in ("polygons", "files"):
             value = [value] if isinstance(value, str) else list(value)
         if kind == "files":

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from ..settings import DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS, Settings, Spec
-from ..settings import load_config, never_to_none, option_name
+from ..settings import ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS
+from ..settings import Settings, Spec, load_config, never_to_none, option_name
 
 
 class BadInput(click.ClickException):
@@ -56,8 +56,7 @@ METAVARS = {"time": "TIME", "polygons": "POLYGON", "files": "FILE"}
 
 def setting_option(name: str):
     """The click option of one setting, from its declaration."""
-    spec = SPECS[name] if name in SPECS else WATCH_SPECS[name]
-    default = DEFAULTS[name] if name in SPECS else WATCH_DEFAULTS[name]
+    spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}[name]
     long = "--" + option_name(name)
     help_text = spec.help + (f" In {spec.units}." if spec.units else "")
     if spec.kind == "bool":
