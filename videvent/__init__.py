@@ -1,8 +1,8 @@
 """videvent: find events in video with closed-form robust PCA (Rahmani & Li's ANCP and SNCP).
 
 Every frame is a point in a high-dimensional space; the ordinary frames share a low-dimensional
-subspace, learned robustly from a sliding window of normal frames; frames the subspace cannot
-explain are the events.
+subspace, learned from a sliding window of frames that may hold events (the robust inlier
+scores pick the background among them); frames the subspace cannot explain are the events.
 
     >>> from videvent import detect
     >>> result = detect("clip.mp4")                     # returns what it found, writes nothing
