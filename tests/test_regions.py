@@ -2,6 +2,7 @@
 mask, and the guarantee that outside the watched area nothing raises the score or draws a box,
 on a synthetic garden with a distraction outside the region and a person walking inside it."""
 
+import base64
 import json
 
 import cv2
@@ -229,20 +230,22 @@ def test_run_with_a_region_flags_only_the_walker_inside_it(garden_video, tmp_pat
     assert document["settings"]["add_region"] == [LEFT_TEXT]
     # The region is outlined (green) on the thumbnail and on the annotated video, at x 175;
     # right of it, outside the region, the picture is the source's (no heat, no box).
-    _, _, garden = distracted_garden_of(video)
-    peak = events[0]["peak_frame"]
-    assert_outlined(cv2.imread(str(tmp_path / "left" / "thumbnails" / "event001.jpg")),
-                    garden[peak])
-    assert_outlined(first_frame(tmp_path / "left" / "annotated.mp4"), garden[0])
+    garden = decoded(video)
+    thumbnail = tmp_path / "left" / "thumbnails" / "event001.jpg"
+    assert_outlined(cv2.imread(str(thumbnail)), garden[events[0]["peak_frame"]])
+    assert_outlined(decoded(tmp_path / "left" / "annotated.mp4")[0], garden[0])
+    # The report's picture of the event is that outlined thumbnail.
+    report = (tmp_path / "left" / "report.html").read_text()
+    assert base64.b64encode(thumbnail.read_bytes()).decode() in report
 
 
-def distracted_garden_of(video):
+def decoded(video) -> list[np.ndarray]:
     capture = cv2.VideoCapture(str(video))
     pictures = []
     while (read := capture.read())[0]:
         pictures.append(read[1])
     capture.release()
-    return None, None, pictures
+    return pictures
 
 
 def assert_outlined(picture, source):
@@ -259,14 +262,6 @@ def assert_outlined(picture, source):
 def greenness(picture: np.ndarray) -> np.ndarray:
     picture = picture.astype(int)
     return picture[..., 1] - np.maximum(picture[..., 0], picture[..., 2])
-
-
-def first_frame(path) -> np.ndarray:
-    capture = cv2.VideoCapture(str(path))
-    ok, picture = capture.read()
-    capture.release()
-    assert ok
-    return picture
 
 
 def test_region_files_and_masks_from_a_config_file_watch_the_same_area(garden_video, tmp_path):
