@@ -165,7 +165,7 @@ def page(browser):
 # How much a camera's live picture varies (0: blank) and a fingerprint of it, drawn in the page.
 PICTURE = """card => {
   const img = document.querySelector(`.camera[data-camera="${card}"] img.live`);
-  if (!img.complete || !img.naturalWidth) return {spread: 0, print: 0};
+  if (!img || !img.complete || !img.naturalWidth) return {spread: 0, print: 0};
   const canvas = document.createElement("canvas"); canvas.width = 64; canvas.height = 36;
   const g = canvas.getContext("2d"); g.drawImage(img, 0, 0, 64, 36);
   const data = g.getImageData(0, 0, 64, 36).data;

@@ -7,6 +7,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import types
@@ -16,8 +17,10 @@ import numpy as np
 import paho.mqtt.client as paho
 import pytest
 
+from conftest import ROOT
+from test_watch import FFMPEG, Stream, stream_event_start_s
 from videvent.detectors.base import FrameScore
-from videvent.output.mqtt import MqttSink, parse_mqtt_address
+from videvent.output.mqtt import MqttSink, parse_mqtt_address, topic_name
 from videvent.segmenter import Event
 from videvent.sources.base import Frame
 
@@ -230,3 +233,36 @@ def test_a_broker_down_at_start_or_restarted_never_holds_up_the_sink(broker):
         subscriber.close()
     finally:
         sink.close()
+
+
+@needs_broker
+@pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed")
+def test_watch_publishes_a_streams_event_and_status(broker, tmp_path):
+    """``videvent watch STREAM --mqtt``, as a user runs it, on a loopback camera with a mask."""
+    broker.start()
+    subscriber = Subscriber(broker.port)
+    camera = Stream()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "videvent", "watch", camera.url, "-d", tmp_path / "live",
+             "--mqtt", f"127.0.0.1:{broker.port}", "--ignore-region", "0 0 40 0 0 40",
+             "-dt", "9s", "-q"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        end = json.loads(subscriber.wait_for(
+            "videvent/events", lambda p: json.loads(p)["type"] == "end").payload)
+        new = next(event for event in subscriber.events() if event["type"] == "new")
+        assert new["after"]["id"] == end["after"]["id"] and end["after"]["number"] == 1
+        # The person's walk (the stream's only event), by the session's clock.
+        assert end["after"]["start_time_s"] < stream_event_start_s() < end["after"]["end_time_s"]
+        assert end["after"]["end_time"] > end["after"]["start_time"]
+        assert end["after"]["thumbnail"].endswith("event001.jpg")
+        status = f"videvent/{topic_name(end['after']['camera'])}/status"
+        subscriber.wait_for(status, lambda p: p == b"finished")
+        assert [m.payload for m in subscriber.messages if m.topic == status] == [
+            b"connected", b"finished"]
+        assert subscriber.wait_for("videvent/available", lambda p: p == b"offline")
+        document = json.loads((tmp_path / "live" / "events.json").read_text())
+        assert document["settings"]["ignore_region"] == ["0 0 40 0 0 40"]
+    finally:
+        camera.stop()
+        subscriber.close()

@@ -2,11 +2,17 @@
 mask, and the guarantee that outside the watched area nothing raises the score or draws a box,
 on a synthetic garden with a distraction outside the region and a person walking inside it."""
 
+import base64
+import json
+
 import cv2
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from videvent import synthetic
+from videvent.output import read_scores
+from videvent.output.video import VideoWriter
 from videvent.pipeline import build_detector, build_segmenter
 from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
 from videvent.regions import (RegionError, Regions, load_region_file, parse_polygon,
@@ -182,3 +188,111 @@ def test_outside_the_region_nothing_is_flagged_and_the_event_inside_is_found(dis
     # Without the region the distraction is flagged, away from the walker too.
     flagged, events, _ = detect(clip, frames, None)
     assert (~walker_inside[flagged - FIRST]).sum() > 10 and len(events) > 1
+
+
+# -- through the command line, as a user runs it ------------------------------------------------
+LEFT_TEXT = "0 0 175 0 175 239 0 239"
+RIGHT_TEXT = "176 0 319 0 319 239 176 239"
+
+
+@pytest.fixture(scope="module")
+def garden_video(distracted_garden, tmp_path_factory):
+    """The distracted garden as an H.264 file (frame 0 is the scene's frame FIRST)."""
+    clip, frames, walker_inside = distracted_garden
+    path = tmp_path_factory.mktemp("garden") / "garden.mp4"
+    writer = VideoWriter(path, *clip.size, clip.fps)
+    for picture in frames:
+        writer.write(picture)
+    writer.close()
+    return path, walker_inside
+
+
+def flagged_frames(folder) -> np.ndarray:
+    scores = read_scores(folder / "scores.csv")
+    return scores["frame"][scores["flagged"].astype(bool)]
+
+
+def test_run_with_a_region_flags_only_the_walker_inside_it(garden_video, tmp_path):
+    video, walker_inside = garden_video
+    # Without a region, the distraction is flagged: the scene through the CLI has one.
+    assert run_cli("run", video, "-d", tmp_path / "all", "--no-plot", "-q").returncode == 0
+    flagged = flagged_frames(tmp_path / "all")
+    assert (~walker_inside[flagged]).sum() > 10
+
+    done = run_cli("run", video, "-a", LEFT_TEXT, "-d", tmp_path / "left", "--export-video",
+                   "-q")
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "left" / "events.json").read_text())
+    events = document["events"]
+    assert len(events) == 1 and walker_inside[events[0]["peak_frame"]]
+    flagged = flagged_frames(tmp_path / "left")
+    assert len(flagged) and walker_inside[flagged].all()
+    assert document["settings"]["add_region"] == [LEFT_TEXT]
+    # The region is outlined (green) on the thumbnail and on the annotated video, at x 175;
+    # right of it, outside the region, the picture is the source's (no heat, no box).
+    garden = decoded(video)
+    thumbnail = tmp_path / "left" / "thumbnails" / "event001.jpg"
+    assert_outlined(cv2.imread(str(thumbnail)), garden[events[0]["peak_frame"]])
+    assert_outlined(decoded(tmp_path / "left" / "annotated.mp4")[0], garden[0])
+    # The report's picture of the event is that outlined thumbnail.
+    report = (tmp_path / "left" / "report.html").read_text()
+    assert base64.b64encode(thumbnail.read_bytes()).decode() in report
+
+
+def decoded(video) -> list[np.ndarray]:
+    capture = cv2.VideoCapture(str(video))
+    pictures = []
+    while (read := capture.read())[0]:
+        pictures.append(read[1])
+    capture.release()
+    return pictures
+
+
+def assert_outlined(picture, source):
+    """``picture`` (the annotated video's, or a grey thumbnail) has the green outline of
+    LEFT_TEXT over ``source``, and nothing else greener than it right of the outline."""
+    source = cv2.resize(source, picture.shape[1::-1], interpolation=cv2.INTER_AREA)
+    greener = greenness(picture) - greenness(source) > 40
+    rows = slice(picture.shape[0] // 5, picture.shape[0] // 2)   # the wall: not green, no text
+    edge = round(175 * picture.shape[1] / 320)
+    assert greener[rows, edge - 2:edge + 3].any(axis=1).all()
+    assert greener[rows, edge + 5:].mean() < 0.01
+
+
+def greenness(picture: np.ndarray) -> np.ndarray:
+    picture = picture.astype(int)
+    return picture[..., 1] - np.maximum(picture[..., 0], picture[..., 2])
+
+
+def test_region_files_and_masks_from_a_config_file_watch_the_same_area(garden_video, tmp_path):
+    video, walker_inside = garden_video
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    (settings / "whole.txt").write_text("# the whole picture\n0 0 319 0 319 239 0 239\n")
+    (settings / "right.txt").write_text(RIGHT_TEXT + "\n")
+    # Files named in a config file are found beside it, wherever the command runs.
+    (settings / "garden.toml").write_text('load-region = "whole.txt"\nmask = ["right.txt"]\n')
+    done = run_cli("run", video, "-c", settings / "garden.toml", "-d", tmp_path / "out",
+                   "--no-plot", "-q")
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert document["settings"]["add_region"] == ["0 0 319 0 319 239 0 239"]
+    assert document["settings"]["ignore_region"] == [RIGHT_TEXT]
+    assert len(document["events"]) == 1
+    flagged = flagged_frames(tmp_path / "out")
+    assert len(flagged) and walker_inside[flagged].all()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-a", "10 10 100 10"], "region 1: 2 points, a region needs at least 3 points"),
+    (["-a", LEFT_TEXT, "-a", "0 0 400 0 400 100"],
+     "region 2: point (400, 0) is outside the 320x240 frame"),
+    (["-R", "missing.txt"], "region file 'missing.txt': cannot be read"),
+])
+def test_a_bad_region_is_one_line_before_anything_is_written(garden_video, tmp_path, flags,
+                                                             message):
+    video, _ = garden_video
+    done = run_cli("run", video, *flags, "-d", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode != 0
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "out").exists()

@@ -125,7 +125,8 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
             sinks.append(AnnotatedVideoSink(
                 folder / ANNOTATED_NAME if video is True else Path(video),
                 folder / REGIONS_NAME,
-                Annotator(source.width, source.height, chart, settings.threshold_low),
+                Annotator(source.width, source.height, chart, settings.threshold_low,
+                          run.preprocess.regions),
                 source.fps))
         if clips:
             sinks.append(ClipSink(clip_folder,

@@ -238,7 +238,7 @@ class LiveMonitor:
                     session.status(kind, {"frame": index, "time_s": round(time_s, 3),
                                           "timecode": format_timecode(time_s)})
                     continue
-                health = frame_health(item.vector, previous)
+                health = frame_health(item.vector, previous, run.preprocess.watched)
                 if item.vector is not None:
                     previous = item.vector
                 verdict = run.detector.process_frame(item.frame.index, item.frame.time_s,
@@ -280,7 +280,8 @@ class LiveMonitor:
     def _session(self, run, segmenter) -> Session:
         """The session and its sinks: thumbnails, clips, alerts, the preview window."""
         settings, source = self.settings, self._source
-        sinks: list[Sink] = [ThumbnailSink(self.out_dir / "thumbnails", settings.threshold_low)]
+        sinks: list[Sink] = [ThumbnailSink(self.out_dir / "thumbnails", settings.threshold_low,
+                                           regions=run.preprocess.regions)]
         clips = None
         if self.clips:
             clips = ClipSink(self.out_dir,

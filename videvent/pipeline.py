@@ -30,6 +30,7 @@ from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .preprocess import Preprocessor, frame_health, working_size
 from .reader import ReadAhead
+from .regions import RegionError, Regions
 from .segmenter import EventSegmenter
 from .session import FrameStatus, RunResult, Session
 from .settings import SettingError, Settings
@@ -58,8 +59,10 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
 
 
 def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
-                   method: str | None = None) -> SubspaceWindowDetector:
-    """The window scorer of a run, with its times turned into frames."""
+                   method: str | None = None, watched: np.ndarray | None = None
+                   ) -> SubspaceWindowDetector:
+    """The window scorer of a run, with its times turned into frames; ``watched``: the
+    features inside the regions (``Preprocessor.watched``)."""
     span = max(settings.window, settings.frames("background_span", fps))
     return SubspaceWindowDetector(
         frame_shape, method=method or settings.method, rank=settings.rank,
@@ -67,7 +70,7 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         inlier_fraction=settings.inlier_fraction, stride=round(span / settings.window),
         warmup=max(1, round(fps * WARMUP_SECONDS)),
         static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
-        refit_every=settings.refit_every, blocks=settings.blocks)
+        refit_every=settings.refit_every, blocks=settings.blocks, watched=watched)
 
 
 def seed_detector(run: "Pass") -> int:
@@ -122,13 +125,27 @@ class Pass:
         return self.detector.frame_shape
 
 
+def source_regions(settings: Settings, source: FrameSource) -> Regions:
+    """The settings' regions, checked against the source's frame: SettingError (one line)
+    for a polygon outside it or masks that leave nothing to watch."""
+    regions = settings.regions()
+    try:
+        regions.check(source.width, source.height)
+    except RegionError as error:
+        raise SettingError(str(error)) from None
+    return regions
+
+
 def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     start, end = frame_range(settings, source.fps)
+    regions = source_regions(settings, source)
     width, height = working_size(source.width, source.height, max_side=settings.working_size,
                                  downscale_factor=settings.downscale_factor)
     shape = (height, width, 3) if settings.colour else (height, width)
-    return Pass(source, settings, start, end, Preprocessor(width, height, settings.colour),
-                build_detector(settings, shape, source.fps))
+    preprocess = Preprocessor(width, height, settings.colour, regions=regions,
+                              source_size=(source.width, source.height))
+    return Pass(source, settings, start, end, preprocess,
+                build_detector(settings, shape, source.fps, watched=preprocess.watched))
 
 
 def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
@@ -158,7 +175,7 @@ def score_frames(run: Pass, *, explain: bool | float = False,
     previous = None
     try:
         for frame, vector in frames:
-            health = frame_health(vector, previous)
+            health = frame_health(vector, previous, run.preprocess.watched)
             if vector is not None:
                 previous = vector
             yield frame, vector, run.detector.process_frame(frame.index, frame.time_s, vector,
@@ -187,7 +204,8 @@ class Comparison:
     def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
         settings, fps = run.settings, run.source.fps
         self.methods = methods
-        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method)
+        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method,
+                                                 run.preprocess.watched)
                           for method in methods if method != settings.method}
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")
@@ -231,7 +249,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     run, segmenter = prepare(source, settings)
     if folder is not None:
         sinks = [ThumbnailSink(folder / "thumbnails", settings.threshold_low,
-                               redecode=lambda index: _picture(source, index)), *sinks]
+                               redecode=lambda index: _picture(source, index),
+                               regions=run.preprocess.regions), *sinks]
     session = Session(run, segmenter, sinks=sinks,
                       scores_path=None if folder is None else folder / "scores.csv")
     comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
@@ -294,6 +313,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     with open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
                      keep_colour=bool(export_video or clips)) as source:
         if on_start is not None:
+            source_regions(settings, source)   # said before the scan is announced
             on_start(source)
         if destination is None:
             return scan(source, settings, sinks=sinks, progress=progress)
@@ -352,7 +372,8 @@ def export_sinks(source: FrameSource, settings: Settings, folder: Path,
         path = folder / ANNOTATED_NAME if video is True else Path(video)
         sinks.append(AnnotatedVideoSink(
             path, folder / REGIONS_NAME,
-            Annotator(source.width, source.height, chart, settings.threshold_low),
+            Annotator(source.width, source.height, chart, settings.threshold_low,
+                      settings.regions()),
             source.fps, fill_chart=True))
     if clips:
         sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),

@@ -59,7 +59,7 @@ def parse_polygon(text: str | Sequence, name: str = "region") -> Polygon:
     points = tuple(zip(numbers[0::2], numbers[1::2]))
     if len(points) < 3:
         raise RegionError(f"{name}: {len(points)} point{'s' if len(points) != 1 else ''}, "
-                          f"a region needs at least 3 ({_POINTS_FORM})")
+                          f"a region needs at least 3 points ({_POINTS_FORM})")
     return points
 
 
@@ -76,12 +76,18 @@ def format_polygon(polygon: Polygon) -> str:
     return " ".join(f"{x} {y}" for x, y in polygon)
 
 
-def load_region_file(path: str | os.PathLike) -> list[Polygon]:
+def load_region_file(path: str | os.PathLike, *, empty_ok: bool = False) -> list[Polygon]:
     """The polygons of a region file; RegionError (one line) if it cannot be read or a line is
-    not a polygon, naming the file and the line."""
+    not a polygon, naming the file and the line. ``empty_ok`` (a file being edited, on the
+    dashboard): a file that does not exist yet or holds no polygon gives none."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        if not empty_ok:
+            raise RegionError(f"region file {str(path)!r}: cannot be read (no such file)"
+                              ) from None
+        lines = []
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise RegionError(f"region file {str(path)!r}: cannot be read ({reason})") from None
@@ -90,16 +96,22 @@ def load_region_file(path: str | os.PathLike) -> list[Polygon]:
         line = line.strip()
         if line and not line.startswith("#"):
             polygons.append(parse_polygon(line, f"{path}, line {number}"))
-    if not polygons:
+    if not polygons and not empty_ok:
         raise RegionError(f"region file {str(path)!r}: holds no polygon")
     return polygons
 
 
 def save_region_file(path: str | os.PathLike, polygons: Iterable[Polygon]) -> None:
     """Write one polygon a line, to a temporary name in the same folder then renamed, so a
-    reader (or a crash) never sees half a file."""
+    reader (or a crash) never sees half a file. The comment lines of the file it replaces are
+    kept, at the top: they are the user's notes."""
     path = Path(path)
-    text = "".join(format_polygon(polygon) + "\n" for polygon in polygons)
+    try:
+        comments = [line + "\n" for line in path.read_text(errors="replace").splitlines()
+                    if line.lstrip().startswith("#")]
+    except FileNotFoundError:
+        comments = []
+    text = "".join(comments) + "".join(format_polygon(polygon) + "\n" for polygon in polygons)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
                                              dir=path.parent)
     try:
@@ -115,7 +127,7 @@ def check_polygon(polygon: Polygon, width: int, height: int, name: str = "region
     """RegionError unless ``polygon`` has 3 points or more, all inside a width x height
     picture (0..width-1, 0..height-1)."""
     if len(polygon) < 3:
-        raise RegionError(f"{name}: {len(polygon)} points, a region needs at least 3")
+        raise RegionError(f"{name}: {len(polygon)} points, a region needs at least 3 points")
     for x, y in polygon:
         if not (0 <= x < width and 0 <= y < height):
             raise RegionError(f"{name}: point ({x}, {y}) is outside the {width}x{height} frame "

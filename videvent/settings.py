@@ -7,6 +7,9 @@ command-line options (``videvent._cli.options``), the config-file validation
 setting has one name, one default and one check everywhere, and every setting can be given
 on the command line and in the config file. Times are kept as the user wrote them (frames,
 ``"12.3s"``, ``"10m"`` or a timecode) and turned into frames once the frame rate is known.
+Regions and masks (``videvent.regions``) are kept as their polygons: a region file is read once,
+when the settings are made, so ``events.json`` records what was watched and an export or a
+resumed batch watches the same area even if the file changes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .regions import Regions, format_polygon, load_region_file, parse_polygon
 from .timecode import parse_duration, parse_time
 
 if sys.version_info >= (3, 11):
@@ -45,7 +49,8 @@ class SettingError(ValueError):
 class Spec:
     """How one setting is given and checked."""
 
-    kind: str                        # "int", "float", "time", "bool" or "choice"
+    kind: str                        # "int", "float", "time", "bool", "choice", "text",
+                                     # "polygons" or "files" (these two: repeatable)
     help: str
     short: str | None = None         # e.g. "-m"
     minimum: float | None = None
@@ -112,8 +117,28 @@ class Settings:
     # Last, as in the events.json of earlier versions (whose settings are compared on resume).
     refit_every: int = setting(1, "int", "Frames learned between refits of the subspace.",
                                minimum=1, units="frames")
+    # Regions and masks (DVR-Scan's flags): after __post_init__, the files' polygons are in
+    # add_region and ignore_region and the file lists are empty.
+    add_region: tuple[str, ...] = setting(
+        (), "polygons", "A polygon to watch, 'X0 Y0 X1 Y1 X2 Y2 ...' in source pixels (0 0 is "
+        "the top left); repeat for several. Outside the regions nothing raises the score.",
+        short="-a")
+    load_region: tuple[str, ...] = setting(
+        (), "files", "Region file: one polygon a line, as -a (DVR-Scan's format); repeatable.",
+        short="-R")
+    ignore_region: tuple[str, ...] = setting(
+        (), "polygons", "A polygon to ignore (a clock, a tree, a road), as -a; repeatable.")
+    mask: tuple[str, ...] = setting(
+        (), "files", "File of polygons to ignore, in -R's format; repeatable.")
 
     def __post_init__(self) -> None:
+        for name in ("add_region", "load_region", "ignore_region", "mask"):
+            value = getattr(self, name)
+            setattr(self, name, (value,) if isinstance(value, str) else tuple(value))
+        # The files' polygons join the polygons given (RegionError, one line, if unreadable).
+        self.add_region += tuple(map(format_polygon, _polygons_of(self.load_region)))
+        self.ignore_region += tuple(map(format_polygon, _polygons_of(self.mask)))
+        self.load_region = self.mask = ()
         self.validate()
 
     def validate(self) -> None:
@@ -130,6 +155,16 @@ class Settings:
                              f"({self.threshold})")
         if self.end_time is not None and self.duration is not None:
             raise ValueError("give end-time or duration, not both")
+        # Written back in one spelling: equal regions compare equal (batch's resume).
+        regions = self.regions()
+        self.add_region = tuple(map(format_polygon, regions.watch))
+        self.ignore_region = tuple(map(format_polygon, regions.ignore))
+
+    def regions(self) -> Regions:
+        """The area watched (RegionError, one line, for a polygon that is not one); checked
+        against a source's size when a pass is prepared."""
+        return Regions.from_options(add_region=self.add_region,
+                                    ignore_region=self.ignore_region)
 
     def frames(self, name: str, fps: float) -> int | None:
         """A time setting in frames at ``fps`` (None stays None)."""
@@ -145,9 +180,23 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
+def _polygons_of(paths) -> list:
+    return [polygon for path in paths for polygon in load_region_file(path)]
+
+
 SPECS: dict[str, Spec] = {item.name: item.metadata["spec"] for item in fields(Settings)}
 DEFAULTS: dict[str, Any] = {item.name: item.default for item in fields(Settings)}
 SETTING_NAMES = tuple(SPECS)
+
+# Where a watch's news go, not what it finds: not Settings (nor in events.json, nor compared on
+# resume), but declared the same way so the option, the config key and its check agree.
+WATCH_SPECS: dict[str, Spec] = {
+    "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker, "
+                 "HOST[:PORT] (port 1883 by default).", optional=True),
+    "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
+}
+WATCH_DEFAULTS: dict[str, Any] = {"mqtt": None, "mqtt_prefix": "videvent"}
+ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
 
 
 def option_name(name: str) -> str:
@@ -164,7 +213,7 @@ def never_to_none(name: str, value: Any) -> Any:
 
 def check_value(name: str, value: Any) -> None:
     """Raise ValueError (one line) if ``value`` is not one setting ``name`` can take."""
-    spec, shown = SPECS[name], option_name(name)
+    spec, shown = ALL_SPECS[name], option_name(name)
     if value is None:
         if spec.optional:
             return
@@ -175,6 +224,21 @@ def check_value(name: str, value: Any) -> None:
     elif spec.kind == "choice":
         if value not in spec.choices:
             raise ValueError(f"{shown} must be one of {', '.join(spec.choices)}, got {value!r}")
+    elif spec.kind == "text":
+        if not isinstance(value, str):
+            raise ValueError(f"{shown} must be text, got {value!r}")
+    elif spec.kind in ("polygons", "files"):
+        items = (value,) if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(
+                isinstance(item, str) or (spec.kind == "polygons" and isinstance(item, list))
+                for item in items):
+            raise ValueError(f"{shown} must be a list of "
+                             f"{'polygons' if spec.kind == 'polygons' else 'file names'}, "
+                             f"got {value!r}")
+        if spec.kind == "polygons":   # named as Regions.check names them
+            label = "region" if name == "add_region" else "mask"
+            for number, item in enumerate(items, start=1):
+                parse_polygon(item, f"{label} {number}")
     elif spec.kind == "time":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise ValueError(f"{shown} must be {TIME_HELP}, got {value!r}")
@@ -201,6 +265,7 @@ def _bounds(spec: Spec) -> str:
 
 def load_config(path: str | Path) -> dict:
     """Settings from a TOML file: top-level keys or a ``[run]`` table, dashes or underscores.
+    Region files and masks named in it are found from the file's folder.
 
     Raises ValueError (one line) for unreadable files, TOML errors, unknown keys and values
     a setting cannot take.
@@ -225,12 +290,17 @@ def load_config(path: str | Path) -> dict:
         if isinstance(value, dict):
             continue  # other commands' tables
         name = key.replace("-", "_")
-        if name not in SPECS:
+        if name not in ALL_SPECS:
             raise ValueError(f"config file '{path}': unknown setting '{key}'")
-        value = never_to_none(name, value)
+        value = never_to_none(name, value) if name in SPECS else value
         try:
             check_value(name, value)
         except ValueError as error:
             raise ValueError(f"config file '{path}': {error}") from None
+        kind = ALL_SPECS[name].kind
+        if kind in ("polygons", "files"):
+            value = [value] if isinstance(value, str) else list(value)
+        if kind == "files":
+            value = [str(Path(path).parent / item) for item in value]
         values[name] = value
     return values

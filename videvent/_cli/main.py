@@ -23,7 +23,7 @@ from ..pipeline import default_out_dir, detect, frame_range
 from ..settings import METHODS, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
-from .options import BadInput, bad_input, run_options, settings_from
+from .options import BadInput, bad_input, run_options, settings_from, watch_setting_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -223,6 +223,19 @@ def _webhook(_ctx, _param, value):
         raise click.BadParameter(str(error)) from None
 
 
+def _mqtt_address(text: str | None) -> tuple[str, int] | None:
+    """``--mqtt`` (or the config file's ``mqtt``) as (host, port), checked before anything
+    starts: a usage error (one line) when it is not HOST[:PORT]."""
+    if text is None:
+        return None
+    from ..output.mqtt import parse_mqtt_address
+
+    try:
+        return parse_mqtt_address(text)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+
+
 @cli.command(short_help="Watch a camera, a stream or a file live, with alerts.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
@@ -242,11 +255,12 @@ def _webhook(_ctx, _param, value):
               help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
+@watch_setting_options
 @run_options
 def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
           command: str | None, webhook: str | None, show: bool, no_clips: bool,
-          max_reconnects: int, max_frames: int | None, quiet: bool,
-          **options) -> None:
+          max_reconnects: int, max_frames: int | None, quiet: bool, mqtt: str | None,
+          mqtt_prefix: str, **options) -> None:
     """Watch SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file.
 
     Writes what `run` writes, as it goes, plus alerts.jsonl and a clip per event. Ctrl-C (or
@@ -258,6 +272,7 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
     settings = settings_from(options)
     if show:
         check_display()
+    broker = _mqtt_address(mqtt)
     interactive = not quiet and sys.stderr.isatty()
 
     def status(summary) -> None:
@@ -266,18 +281,32 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                        f"(p99 {summary.latency_ms(0.99):.0f}) | dropped {summary.dropped} | "
                        f"events {summary.events}   ", err=True, nl=False)
 
+    publisher = sinks = None
+    if broker is not None:
+        from ..output.mqtt import MqttPublisher, MqttSink
+
+        # One connection for the process; it never holds up the start (connects on its own
+        # thread) and says "offline" when the watch ends.
+        publisher = MqttPublisher(*broker, prefix=mqtt_prefix)
+        sinks = [MqttSink(publisher)]
     try:
-        monitor = LiveMonitor(source, settings, out_dir, realtime=realtime,
-                              max_reconnects=max_reconnects, max_frames=max_frames, clips=not no_clips, show=show,
-                              alerts={"json_lines": json_lines, "command": command,
-                                      "webhook": webhook}, status=status)
-    except SettingError as error:
-        raise click.UsageError(str(error)) from None
-    except ValueError as error:
-        raise bad_input(error) from None
-    for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, lambda *_: monitor.stop())
-    summary = monitor.run()
+        try:
+            monitor = LiveMonitor(source, settings, out_dir, realtime=realtime,
+                                  max_reconnects=max_reconnects, max_frames=max_frames,
+                                  clips=not no_clips, show=show,
+                                  alerts={"json_lines": json_lines, "command": command,
+                                          "webhook": webhook}, status=status,
+                                  sinks=sinks or ())
+        except SettingError as error:
+            raise click.UsageError(str(error)) from None
+        except ValueError as error:
+            raise bad_input(error) from None
+        for signal_number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signal_number, lambda *_: monitor.stop())
+        summary = monitor.run()
+    finally:
+        if publisher is not None:
+            publisher.close()
     if interactive:
         click.echo("", err=True)
     if not quiet:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from ..settings import DEFAULTS, SPECS, TIME_HELP, Settings, Spec, load_config, never_to_none
-from ..settings import option_name
+from ..settings import ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS
+from ..settings import Settings, Spec, load_config, never_to_none, option_name
 
 
 class BadInput(click.ClickException):
@@ -51,17 +51,22 @@ def _click_type(spec: Spec):
     return str
 
 
+METAVARS = {"time": "TIME", "polygons": "POLYGON", "files": "FILE"}
+
+
 def setting_option(name: str):
     """The click option of one setting, from its declaration."""
-    spec, default, long = SPECS[name], DEFAULTS[name], "--" + option_name(name)
+    spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}[name]
+    long = "--" + option_name(name)
     help_text = spec.help + (f" In {spec.units}." if spec.units else "")
     if spec.kind == "bool":
         return click.option(f"{long}/{spec.off_flag}", name, default=default,
                             show_default=True, help=help_text)
     flags = [spec.short, long] if spec.short else [long]
     return click.option(*flags, name, type=_click_type(spec), default=default,
-                        metavar="TIME" if spec.kind == "time" else None,
-                        show_default=default is not None, help=help_text)
+                        multiple=spec.kind in ("polygons", "files"),
+                        metavar=METAVARS.get(spec.kind),
+                        show_default=default not in (None, ()), help=help_text)
 
 
 def run_options(function):
@@ -73,6 +78,13 @@ def run_options(function):
     options += [setting_option(name) for name in SPECS]
     for option in reversed(options):
         function = option(function)
+    return function
+
+
+def watch_setting_options(function):
+    """``watch``'s own settings (``WATCH_SPECS``: MQTT), as options."""
+    for name in reversed(WATCH_SPECS):
+        function = setting_option(name)(function)
     return function
 
 

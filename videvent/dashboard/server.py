@@ -40,7 +40,8 @@ from pathlib import Path
 from aiohttp import web
 
 from .camera import MEDIA_KINDS, CameraState, DashboardSink
-from .regions import RegionError, check_polygons, read_region_file, write_region_file
+from ..regions import RegionError, check_polygon, load_region_file, parse_polygon
+from ..regions import save_region_file
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 UPDATE_EVERY_S = 0.2          # how often batched scores and messages go to the pages
@@ -56,6 +57,19 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def posted_polygons(body, width: int, height: int) -> list:
+    """The polygons of a region editor's POST (``{"polygons": [[[x, y], ...], ...]}``), each
+    checked against the camera's frame; RegionError naming the first problem."""
+    polygons = body.get("polygons") if isinstance(body, dict) else None
+    if not isinstance(polygons, list) or not polygons:
+        raise RegionError("no polygon given")
+    checked = [parse_polygon(polygon if isinstance(polygon, list) else [], f"polygon {number}")
+               for number, polygon in enumerate(polygons, start=1)]
+    for number, polygon in enumerate(checked, start=1):
+        check_polygon(polygon, width, height, f"polygon {number}")
+    return checked
 
 
 def _json(data, status: int = 200) -> web.Response:
@@ -254,7 +268,7 @@ class Dashboard:
         if camera.region_file is None:
             return _json({"polygons": [], "editable": False})
         try:
-            polygons = read_region_file(camera.region_file)
+            polygons = load_region_file(camera.region_file, empty_ok=True)
         except RegionError as error:
             return _refuse(409, str(error))
         return _json({"polygons": polygons, "editable": True})
@@ -275,9 +289,8 @@ class Dashboard:
         if not width:
             return _refuse(409, "the camera has not started: its frame size is unknown")
         try:
-            polygons = check_polygons(body.get("polygons") if isinstance(body, dict) else None,
-                                      width, height)
-            write_region_file(camera.region_file, polygons)
+            polygons = posted_polygons(body, width, height)
+            save_region_file(camera.region_file, polygons)
         except RegionError as error:
             return _refuse(400, str(error))
         except OSError as error:

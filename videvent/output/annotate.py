@@ -182,10 +182,13 @@ def chart_height(frame_height: int) -> int:
 class Annotator:
     """Draws one result frame: heat map, boxes, EVENT label and border, timecode, chart."""
 
-    def __init__(self, width: int, height: int, chart: StripChart | None, box_level: float):
+    def __init__(self, width: int, height: int, chart: StripChart | None, box_level: float,
+                 regions=None):
         self.width, self.height = width, height
         self.box_level = box_level
         self.chart = chart
+        # videvent.regions.Regions (not imported: output/ needs nothing above it), outlined.
+        self.regions = regions
         # Text scaled with the frame, as the chart is.
         text_px = min(max(TEXT_MIN_PX, height * TEXT_HEIGHT_SHARE), TEXT_MAX_PX)
         self._scale = text_px / HERSHEY_PX_PER_SCALE
@@ -197,6 +200,8 @@ class Annotator:
         """The annotated frame, and the boxes drawn on it (largest first)."""
         out = image if residual_image is None else heat_overlay(image, residual_image)
         out = np.ascontiguousarray(out)
+        if self.regions:
+            self.regions.draw(out, (self.width, self.height))
         boxes: list[Box] = []
         if event_number is not None:
             if residual_image is not None and block_scores is not None:

@@ -46,6 +46,8 @@ import cv2
 import numpy as np
 import paho.mqtt.client as paho
 
+from .sink import Sink
+
 DEFAULT_PORT = 1883
 DEFAULT_PREFIX = "videvent"
 QUEUE_LENGTH = 500                       # messages waiting for the broker before the oldest go
@@ -84,18 +86,6 @@ def parse_mqtt_address(text: str) -> tuple[str, int]:
 def topic_name(name: str) -> str:
     """A camera name as one level of a topic (no '/', '+', '#' or spaces)."""
     return _NOT_IN_TOPIC.sub("_", name).strip("_") or "camera"
-
-
-class Sink:
-    """The session's sink interface, with every method a no-op: mirrors ``session.Sink``."""
-
-    def on_start(self, info) -> None: ...
-    def on_frame(self, frame, score, event_number) -> None: ...
-    def on_event_start(self, event) -> None: ...
-    def on_event_update(self, event) -> None: ...
-    def on_event_end(self, event, files: dict[str, str]) -> None: ...
-    def on_status(self, status: str, detail: dict) -> None: ...
-    def close(self) -> None: ...
 
 
 class MqttPublisher:

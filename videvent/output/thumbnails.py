@@ -18,13 +18,17 @@ from .sink import Sink
 THUMBNAIL_WIDTH = 320
 
 
-def write_thumbnail(path: Path, image: np.ndarray, score, box_level: float) -> None:
-    """The peak frame of an event with its heat map and boxes, 320 pixels wide."""
+def write_thumbnail(path: Path, image: np.ndarray, score, box_level: float,
+                    regions=None) -> None:
+    """The peak frame of an event with its heat map, boxes and the outlines of ``regions``
+    (``videvent.regions.Regions``), 320 pixels wide."""
     colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
     residual = score.residual_image
     if residual.ndim == 3:
         residual = np.abs(residual).max(axis=2)
     shown = heat_overlay(colour, residual)
+    if regions:
+        regions.draw(shown, (colour.shape[1], colour.shape[0]))
     draw_boxes(shown, changed_regions(residual, score.block_scores, box_level,
                                       (colour.shape[1], colour.shape[0])))
     height = round(shown.shape[0] * THUMBNAIL_WIDTH / shown.shape[1])
@@ -40,12 +44,13 @@ class ThumbnailSink(Sink):
     """Writes ``thumbnails/eventNNN.jpg`` for every event, from its peak frame.
 
     ``redecode(index)``: the picture of a frame, decoded again, for front ends whose frames
-    carry none (``batch`` decodes chunks elsewhere).
+    carry none (``batch`` decodes chunks elsewhere). ``regions`` are outlined on them.
     """
 
     def __init__(self, folder: Path, box_level: float,
-                 redecode: Callable[[int], np.ndarray] | None = None):
+                 redecode: Callable[[int], np.ndarray] | None = None, regions=None):
         self.folder, self.box_level, self.redecode = Path(folder), box_level, redecode
+        self.regions = regions
         self.folder.mkdir(exist_ok=True)
         self.best: dict[int, tuple[float, np.ndarray | None, object]] = {}
         self._current: int | None = None
@@ -75,5 +80,5 @@ class ThumbnailSink(Sink):
                 return
             image = self.redecode(event.peak_frame)
         path = self.folder / f"event{event.number:03d}.jpg"
-        write_thumbnail(path, image, score, self.box_level)
+        write_thumbnail(path, image, score, self.box_level, self.regions)
         files["thumbnail"] = str(path)
