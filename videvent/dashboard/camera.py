@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 from ..output.annotate import Annotator
+from ..session import Sink
 
 PICTURES_PER_S = 10
 IDLE_PICTURES_PER_S = 1         # with no page watching: the snapshot and event pictures only
@@ -31,18 +31,6 @@ PICTURE_MAX_WIDTH = 960
 HISTORY_POINTS = 3000           # scores kept for the chart of a page opened late
 LIVE_THUMBNAILS = 200           # open events' pictures kept in memory until their file exists
 MEDIA_KINDS = ("thumbnail", "clip")
-
-
-class Sink:
-    """Mirrors `videvent.session.Sink`: every callback a session makes, as a no-op."""
-
-    def on_start(self, info) -> None: ...
-    def on_frame(self, frame, score, event_number: int | None) -> None: ...
-    def on_event_start(self, event) -> None: ...
-    def on_event_update(self, event) -> None: ...
-    def on_event_end(self, event, files: dict[str, str]) -> None: ...
-    def on_status(self, status: str, detail: dict) -> None: ...
-    def close(self) -> None: ...
 
 
 def _finite(value: float) -> float | None:
@@ -176,11 +164,9 @@ class DashboardSink(Sink):
         threshold = float(info.threshold)
         # Boxes as the annotated export draws them: around blocks above the low threshold.
         box_level = getattr(settings, "threshold_low", threshold)
-        annotator = Annotator(*shown_size(info.width, info.height), {"frame": np.zeros(0, int),
-                                                        "score": np.zeros(0)}, [], threshold,
-                              box_level)
-        annotator.chart = None   # the page draws the live chart itself, with the threshold
-        self._encoder.annotator = annotator
+        # No strip chart: the page draws the live chart itself, with the threshold.
+        self._encoder.annotator = Annotator(*shown_size(info.width, info.height), None,
+                                            box_level)
         with self.camera.lock:
             self.camera.width, self.camera.height = int(info.width), int(info.height)
             self.camera.threshold = threshold
