@@ -375,9 +375,12 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, quiet) -> None:
         lambda line: click.echo(f"videvent: {line}", err=True))
     wait_for(watches, stopping)
     for watch in watches:
-        if watch.summary is not None and not quiet:
-            click.echo(f"camera {watch.camera.name}: "
-                       f"{_summary_line(watch.summary, watch.monitor.out_dir)}", err=True)
+        if quiet:
+            break
+        click.echo(f"camera {watch.camera.name}: "
+                   + (_summary_line(watch.summary, watch.monitor.out_dir)
+                      if watch.summary is not None else "stopped before it could be opened"),
+                   err=True)
     failed = [watch for watch in watches if watch.error]
     if failed:
         raise BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
