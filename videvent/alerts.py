@@ -29,6 +29,7 @@ from .timecode import format_timecode
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
 COMMAND_TIMEOUT_S = 30.0
+_STDOUT = threading.Lock()
 
 
 def check_webhook(url: str) -> str:
@@ -78,8 +79,9 @@ class AlertSinks:
         self._log.write(line + "\n")
         self._log.flush()
         if self.json_lines:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
+            with _STDOUT:   # whole lines, when several cameras' sessions print
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
         if self._worker is not None:
             try:
                 self._queue.put_nowait(alert)

@@ -143,7 +143,8 @@ class LiveMonitor:
 
     def _open(self):
         return open_source(self.spec, colour=self.settings.colour, backend=self.settings.backend,
-                           fps=self.settings.fps, keep_colour=self.clips or self.show or self.colour_pictures)
+                           fps=self.settings.fps,
+                           keep_colour=self.clips or self.show or self.colour_pictures)
 
     def stop(self) -> None:
         self._stop.set()
