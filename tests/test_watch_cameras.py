@@ -11,7 +11,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from conftest import ROOT
+from conftest import ROOT, sample
 from test_watch import server, stream_event_start_s  # noqa: F401
 from test_watch_dashboard import ServedWatch
 
@@ -73,4 +73,21 @@ def test_a_camera_without_a_source_is_a_one_line_error(tmp_path):
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert "camera 'door' has no source" in line
+    assert not (tmp_path / "live").exists()
+
+
+def test_a_dashboard_address_in_use_is_a_one_line_error_before_anything_is_written(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "videvent", "watch", str(sample("walker")[0]), "-d",
+             str(tmp_path / "live"), "--serve", f"127.0.0.1:{taken.getsockname()[1]}"],
+            capture_output=True, text=True, cwd=ROOT, timeout=60)
+    finally:
+        taken.close()
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("videvent: error: cannot serve the dashboard on 127.0.0.1:")
     assert not (tmp_path / "live").exists()

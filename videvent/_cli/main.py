@@ -306,14 +306,14 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
             dashboard.stop()
 
 
-def _serve(dashboard) -> None:
-    """Start the dashboard and print its address (with its token, when one applies)."""
+def _serve(dashboard) -> str:
+    """Start the dashboard, before anything is written; its address (with its token, when
+    one applies) is printed once the cameras are open."""
     try:
-        url = dashboard.start()
+        return dashboard.start()
     except OSError as error:
         raise BadInput(f"cannot serve the dashboard on {dashboard.host}:{dashboard.port}: "
                        f"{error.strerror or error}") from None
-    click.echo(f"dashboard: {url}", err=True)
 
 
 def _summary_line(summary, out_dir) -> str:
@@ -337,6 +337,7 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, show, quiet) -> None
                        f"events {summary.events}   ", err=True, nl=False)
 
     sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]
+    url = None if dashboard is None else _serve(dashboard)
     try:
         monitor = LiveMonitor(camera.source, camera.settings, out_dir, show=show,
                               status=status, sinks=sinks, **monitor_options)
@@ -344,8 +345,8 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, show, quiet) -> None
         raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise bad_input(error) from None
-    if dashboard is not None:
-        _serve(dashboard)
+    if url is not None:
+        click.echo(f"dashboard: {url}", err=True)
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: monitor.stop())
     summary = monitor.run()
@@ -368,7 +369,7 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, quiet) -> None:
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: stopping.set())
     if dashboard is not None:
-        _serve(dashboard)
+        click.echo(f"dashboard: {_serve(dashboard)}", err=True)
     watches = watch_cameras(
         cameras, out_dir, monitor_options,
         lambda camera: [] if dashboard is None else [dashboard.add_camera(camera.name)],
