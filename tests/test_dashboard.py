@@ -229,23 +229,28 @@ def test_the_event_shows_with_its_clip_which_plays_and_survives_a_reload(served,
     assert page.errors == []
 
 
+def assert_lost_while_the_other_updates(page, lost: int, other: int) -> None:
+    """Camera ``lost`` is shown lost, its chart still; camera ``other`` keeps updating."""
+    page.wait_for_function(f"document.querySelector('{card(lost)}').dataset.status === 'lost'",
+                           timeout=WAIT_MS)
+    assert "lost" in page.text_content(f"{card(lost)} .status")
+    for _ in range(2):   # the second time, nothing of the lost camera is still in flight
+        lost_points, other_points = points(page, lost), points(page, other)
+        picture = page.evaluate(f"({PICTURE})({other}).print")
+        page.wait_for_function(
+            f"Number(document.querySelector('{card(other)}').dataset.points) > "
+            f"{other_points + 10} && ({PICTURE})({other}).print !== {picture}", timeout=WAIT_MS)
+    assert points(page, lost) == lost_points
+    assert page.text_content(f"{card(other)} .status") == "connected"
+
+
 def test_a_lost_camera_shows_lost_while_the_other_keeps_updating(served, page):
     _, feeder, url, _ = served
     open_live(page, url)
     page.wait_for_function(f"({PICTURE})(1).spread > 10", timeout=WAIT_MS)
     feeder.lose(0)
     try:
-        page.wait_for_function(f"document.querySelector('{card(0)}').dataset.status === 'lost'",
-                               timeout=WAIT_MS)
-        assert "lost" in page.text_content(f"{card(0)} .status")
-        for _ in range(2):   # the second time, nothing of the lost camera is still in flight
-            lost_points, other_points = points(page, 0), points(page, 1)
-            picture = page.evaluate(f"({PICTURE})(1).print")
-            page.wait_for_function(
-                f"Number(document.querySelector('{card(1)}').dataset.points) > {other_points + 10}"
-                f" && ({PICTURE})(1).print !== {picture}", timeout=WAIT_MS)
-        assert points(page, 0) == lost_points
-        assert page.text_content(f"{card(1)} .status") == "connected"
+        assert_lost_while_the_other_updates(page, lost=0, other=1)
     finally:
         feeder.restore(0)
     page.wait_for_function(f"document.querySelector('{card(0)}').dataset.status === 'back'",

@@ -27,9 +27,9 @@ STREAM_FROM_S = 8
 class Stream:
     """The walker clip as a camera: ffmpeg plays it at its real pace as MPEG-TS, served over
     HTTP to each client that connects, on a port the server chose (or on ``port``, to come
-    back where it was)."""
+    back where it was); ``loop``: the whole clip again each time it ends."""
 
-    def __init__(self, port: int = 0):
+    def __init__(self, port: int = 0, loop: bool = False):
         self.players: list[subprocess.Popen] = []
         players = self.players
 
@@ -37,7 +37,8 @@ class Stream:
             def do_GET(self):  # noqa: N802 - the http.server API
                 path, _ = sample("walker")
                 player = subprocess.Popen(
-                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S), "-i",
+                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S),
+                     *(["-stream_loop", "-1"] if loop else []), "-i",
                      str(path), "-c", "copy", "-f", "mpegts", "pipe:1"],
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
                 players.append(player)
@@ -115,8 +116,8 @@ class Watch:
 def server():
     started = []
 
-    def start(port: int = 0) -> Stream:
-        stream = Stream(port)
+    def start(port: int = 0, loop: bool = False) -> Stream:
+        stream = Stream(port, loop)
         started.append(stream)
         return stream
 

@@ -29,6 +29,7 @@ from .timecode import format_timecode
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
 COMMAND_TIMEOUT_S = 30.0
+_STDOUT = threading.Lock()
 
 
 def check_webhook(url: str) -> str:
@@ -78,8 +79,9 @@ class AlertSinks:
         self._log.write(line + "\n")
         self._log.flush()
         if self.json_lines:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
+            with _STDOUT:   # whole lines, when several cameras' sessions print
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
         if self._worker is not None:
             try:
                 self._queue.put_nowait(alert)
@@ -175,14 +177,17 @@ UPDATE_EVERY_S = 1.0          # "update" alerts while an event goes on
 class AlertSink(Sink):
     """A watch session's alerts, from what its session tells: ``session_start``, an event's
     ``start``, ``update`` (at most one a second) and ``end``, ``source_lost``/``source_back``
-    and ``session_end``. ``clip_of(n)``: the path of event n's clip, if one is written."""
+    and ``session_end``. ``clip_of(n)``: the path of event n's clip, if one is written;
+    ``camera``: the camera's name, given in every alert (a watch of several cameras)."""
 
-    def __init__(self, receivers: AlertSinks, clip_of=None):
+    def __init__(self, receivers: AlertSinks, clip_of=None, camera: str | None = None):
         self.receivers, self.clip_of = receivers, clip_of
+        self._named = {} if camera is None else {"camera": camera}
         self._open: dict | None = None
 
     def send(self, kind: str, **fields) -> None:
-        self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **fields})
+        self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **self._named,
+                             **fields})
 
     def on_start(self, info) -> None:
         self.send("session_start", source=info.uri, fps=info.fps)

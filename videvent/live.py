@@ -101,8 +101,12 @@ class LiveMonitor:
                  realtime: bool = False, max_reconnects: int | None = 10,
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, show: bool = False,
-                 status=None, sinks: list[Sink] = ()):
+                 status=None, sinks: list[Sink] = (), colour_pictures: bool = False,
+                 camera: str | None = None):
         self.spec, self.settings = spec, settings
+        # Colour pictures for the sinks that show them (the dashboard), not only for clips.
+        self.colour_pictures = colour_pictures
+        self.camera = camera   # named in every alert when a watch has several cameras
         self.realtime, self.max_reconnects = realtime, max_reconnects
         self.max_frames = max_frames
         self.clips, self.show, self.status = clips, show, status
@@ -139,7 +143,8 @@ class LiveMonitor:
 
     def _open(self):
         return open_source(self.spec, colour=self.settings.colour, backend=self.settings.backend,
-                           fps=self.settings.fps, keep_colour=self.clips or self.show)
+                           fps=self.settings.fps,
+                           keep_colour=self.clips or self.show or self.colour_pictures)
 
     def stop(self) -> None:
         self._stop.set()
@@ -288,7 +293,8 @@ class LiveMonitor:
                              lambda n: CLIP_TEMPLATE.format(video=source.name, n=n), source.fps,
                              settings.frames("time_before_event", source.fps))
             sinks.append(clips)
-        sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None))
+        sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None,
+                               camera=self.camera))
         if self.show:
             sinks.append(_Preview(self.stop))
         sinks += self.sinks

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -285,22 +286,62 @@ def load_config(path: str | Path) -> dict:
         if loose:  # they would be ignored: say so rather than run without them
             raise ValueError(f"config file '{path}': '{loose[0]}' is outside the [run] table; "
                              f"put every setting under [run], or none")
+    return _table_settings(table, f"config file '{path}'", Path(path).parent)
+
+
+def _table_settings(table: dict, where: str, folder: Path) -> dict:
+    """The settings of one TOML table, checked (files named in it are found in ``folder``);
+    tables inside it are left to their readers."""
     values = {}
     for key, value in table.items():
         if isinstance(value, dict):
             continue  # other commands' tables
         name = key.replace("-", "_")
         if name not in ALL_SPECS:
-            raise ValueError(f"config file '{path}': unknown setting '{key}'")
+            raise ValueError(f"{where}: unknown setting '{key}'")
         value = never_to_none(name, value) if name in SPECS else value
         try:
             check_value(name, value)
         except ValueError as error:
-            raise ValueError(f"config file '{path}': {error}") from None
+            raise ValueError(f"{where}: {error}") from None
         kind = ALL_SPECS[name].kind
         if kind in ("polygons", "files"):
             value = [value] if isinstance(value, str) else list(value)
-        if kind == "files":
-            value = [str(Path(path).parent / item) for item in value]
+        if kind == "files":   # found beside the config file
+            value = [str(folder / item) for item in value]
         values[name] = value
     return values
+
+
+# -- several cameras in one watch ----------------------------------------------------------
+CAMERA_NAME = re.compile(r"[A-Za-z0-9_-]+")   # it names the camera's result folder
+
+
+def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
+    """The cameras of a config file's ``[cameras.NAME]`` tables (as Frigate lists them), in
+    the file's order: NAME -> (its ``source``, its own settings). No table: no cameras.
+
+    Raises ValueError (one line) for a camera without a source, a name that cannot name a
+    folder, and the errors of ``load_config``.
+    """
+    load_config(path)   # the file's own errors first, and its global settings' checks
+    with open(path, "rb") as handle:
+        document = tomllib.load(handle)
+    cameras = document.get("cameras", {})
+    if not isinstance(cameras, dict):
+        raise ValueError(f"config file '{path}': 'cameras' must be a table of [cameras.NAME] "
+                         f"tables")
+    found = {}
+    for name, table in cameras.items():
+        where = f"config file '{path}': camera '{name}'"
+        if not isinstance(table, dict):
+            raise ValueError(f"{where} must be a table (with a source)")
+        if not CAMERA_NAME.fullmatch(name):
+            raise ValueError(f"{where}: a camera's name is letters, digits, '-' and '_' only "
+                             f"(it names the camera's result folder)")
+        source = table.get("source")
+        if isinstance(source, bool) or not isinstance(source, (str, int)) or source == "":
+            raise ValueError(f"{where} has no source (a stream URL, a camera number or a file)")
+        found[name] = (source, _table_settings({key: value for key, value in table.items()
+                                                if key != "source"}, where))
+    return found

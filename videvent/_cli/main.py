@@ -23,7 +23,8 @@ from ..pipeline import default_out_dir, detect, frame_range
 from ..settings import METHODS, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
-from .options import BadInput, bad_input, run_options, settings_from, watch_setting_options
+from .options import (CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
+                      watch_setting_options)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -236,11 +237,21 @@ def _mqtt_address(text: str | None) -> tuple[str, int] | None:
         raise click.UsageError(str(error)) from None
 
 
-@cli.command(short_help="Watch a camera, a stream or a file live, with alerts.")
-@click.argument("source")
+def _serve_address(_ctx, _param, value):
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"expected [HOST:]PORT (PORT 0: any free port), got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@cli.command(short_help="Watch cameras, streams or files live, with alerts and a dashboard.")
+@click.argument("sources", nargs=-1, metavar="[SOURCE]...")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
               default=None, help="Result folder (default: videvent-watch-<name>-<date-time>, "
-                                 "beside a file; in the current folder for a camera or stream).")
+                                 "beside a file; in the current folder for a camera or stream). "
+                                 "With several cameras, one folder per camera inside it.")
 @click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
 @click.option("--json", "json_lines", is_flag=True,
               help="One JSON line per event start, update and end (and source lost/back) "
@@ -254,25 +265,107 @@ def _mqtt_address(text: str | None) -> tuple[str, int] | None:
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
               help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
+@click.option("--serve", default=None, metavar="[HOST:]PORT", callback=_serve_address,
+              help="Serve the live dashboard (default host 127.0.0.1; PORT 0: any free "
+                   "port); its address is printed on stderr.")
+@click.option("--serve-token", default=None, metavar="TOKEN",
+              help="Token the dashboard asks of every request; generated and printed when "
+                   "--serve binds an address other than loopback without one.")
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
 @watch_setting_options
 @run_options
-def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
+def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
           command: str | None, webhook: str | None, show: bool, no_clips: bool,
-          max_reconnects: int, max_frames: int | None, quiet: bool, mqtt: str | None,
-          mqtt_prefix: str, **options) -> None:
-    """Watch SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file.
+          max_reconnects: int, max_frames: int | None, serve: tuple[str, int] | None,
+          serve_token: str | None, quiet: bool, mqtt: str | None, mqtt_prefix: str,
+          **options) -> None:
+    """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
+    or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
     Writes what `run` writes, as it goes, plus alerts.jsonl and a clip per event. Ctrl-C (or
     SIGTERM) stops cleanly: the event under way is closed and every file is complete.
     -dt/--duration (e.g. 10m, 1h30m or 00:10:00) and --max-frames stop it on their own.
+    --serve 8080 shows every camera, its score and its events on a live web page.
     """
-    from ..live import LiveMonitor
+    from ..cameras import name_cameras
+    from ..settings import load_cameras
 
+    # With one camera, regions drawn on the dashboard are saved to its (first) -R file, which
+    # the settings read and no longer name.
+    region_files = tuple(options.get("load_region") or ())
     settings = settings_from(options)
     if show:
         check_display()
     broker = _mqtt_address(mqtt)
+    config = click.get_current_context().meta.get(CONFIG_PATH)
+    try:
+        cameras = name_cameras(sources, settings, load_cameras(config) if config else {})
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if not cameras:
+        raise click.UsageError("give a SOURCE, or a config file (-c) with [cameras.NAME] "
+                               "tables")
+    if show and len(cameras) > 1:
+        raise click.UsageError("--show previews one camera; use --serve for several")
+    monitor_options = {"realtime": realtime, "max_reconnects": max_reconnects,
+                       "max_frames": max_frames, "clips": not no_clips,
+                       "colour_pictures": serve is not None,
+                       "alerts": {"json_lines": json_lines, "command": command,
+                                  "webhook": webhook}}
+    dashboard = publisher = None
+    if serve is not None:
+        from ..dashboard import Dashboard
+        dashboard = Dashboard(*serve, token=serve_token,
+                              region_file=region_files[0] if len(cameras) == 1 and region_files
+                              else None)
+    if broker is not None:
+        from ..output.mqtt import MqttPublisher
+
+        # One connection for the process; it never holds up the start (connects on its own
+        # thread) and says "offline" when the watch ends.
+        publisher = MqttPublisher(*broker, prefix=mqtt_prefix)
+
+    def sinks_of(camera) -> list:
+        sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]
+        if publisher is not None:
+            from ..output.mqtt import MqttSink
+            sinks.append(MqttSink(publisher, camera.name))
+        return sinks
+
+    try:
+        if len(cameras) == 1:
+            _watch_one(cameras[0], out_dir, monitor_options, dashboard, sinks_of, show, quiet)
+        else:
+            _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet)
+    finally:
+        if dashboard is not None:
+            dashboard.stop()
+        if publisher is not None:
+            publisher.close()
+
+
+def _serve(dashboard) -> str:
+    """Start the dashboard, before anything is written; its address (with its token, when
+    one applies) is printed once the cameras are open."""
+    try:
+        return dashboard.start()
+    except OSError as error:
+        raise BadInput(f"cannot serve the dashboard on {dashboard.host}:{dashboard.port}: "
+                       f"{error.strerror or error}") from None
+
+
+def _summary_line(summary, out_dir) -> str:
+    return (f"{summary.frames} frames watched, {summary.events} event"
+            f"{'' if summary.events == 1 else 's'}, {summary.dropped} dropped, "
+            f"{summary.reconnects} reconnection(s); capture-to-score latency "
+            f"{summary.latency_ms(0.5):.1f} ms median, {summary.latency_ms(0.99):.1f} ms "
+            f"p99. Results in {out_dir}")
+
+
+def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quiet) -> None:
+    """One camera, on this thread, in the folder it always had."""
+    from ..live import LiveMonitor
+
     interactive = not quiet and sys.stderr.isatty()
 
     def status(summary) -> None:
@@ -281,43 +374,55 @@ def watch(source: str, out_dir: str | None, realtime: bool, json_lines: bool,
                        f"(p99 {summary.latency_ms(0.99):.0f}) | dropped {summary.dropped} | "
                        f"events {summary.events}   ", err=True, nl=False)
 
-    publisher = sinks = None
-    if broker is not None:
-        from ..output.mqtt import MqttPublisher, MqttSink
-
-        # One connection for the process; it never holds up the start (connects on its own
-        # thread) and says "offline" when the watch ends.
-        publisher = MqttPublisher(*broker, prefix=mqtt_prefix)
-        sinks = [MqttSink(publisher)]
+    sinks = sinks_of(camera)
+    url = None if dashboard is None else _serve(dashboard)
     try:
-        try:
-            monitor = LiveMonitor(source, settings, out_dir, realtime=realtime,
-                                  max_reconnects=max_reconnects, max_frames=max_frames,
-                                  clips=not no_clips, show=show,
-                                  alerts={"json_lines": json_lines, "command": command,
-                                          "webhook": webhook}, status=status,
-                                  sinks=sinks or ())
-        except SettingError as error:
-            raise click.UsageError(str(error)) from None
-        except ValueError as error:
-            raise bad_input(error) from None
-        for signal_number in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signal_number, lambda *_: monitor.stop())
-        summary = monitor.run()
-    finally:
-        if publisher is not None:
-            publisher.close()
+        monitor = LiveMonitor(camera.source, camera.settings, out_dir, show=show,
+                              status=status, sinks=sinks, **monitor_options)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
+    except ValueError as error:
+        raise bad_input(error) from None
+    if url is not None:
+        click.echo(f"dashboard: {url}", err=True)
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, lambda *_: monitor.stop())
+    summary = monitor.run()
     if interactive:
         click.echo("", err=True)
     if not quiet:
-        click.echo(f"{summary.frames} frames watched, {summary.events} event"
-                   f"{'' if summary.events == 1 else 's'}, {summary.dropped} dropped, "
-                   f"{summary.reconnects} reconnection(s); capture-to-score latency "
-                   f"{summary.latency_ms(0.5):.1f} ms median, {summary.latency_ms(0.99):.1f} ms "
-                   f"p99. Results in {monitor.out_dir}", err=True)
+        click.echo(_summary_line(summary, monitor.out_dir), err=True)
     if summary.gave_up:
-        raise BadInput(f"the source was lost and did not come back after {max_reconnects} "
-                       "reconnection attempts")
+        raise BadInput(f"the source was lost and did not come back after "
+                       f"{monitor_options['max_reconnects']} reconnection attempts")
+
+
+def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet) -> None:
+    """Each camera on a thread of its own; this one waits for them and handles the signals."""
+    import threading
+
+    from ..cameras import wait_for, watch_cameras
+
+    stopping = threading.Event()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, lambda *_: stopping.set())
+    if dashboard is not None:
+        click.echo(f"dashboard: {_serve(dashboard)}", err=True)
+    watches = watch_cameras(
+        cameras, out_dir, monitor_options, sinks_of,
+        lambda line: click.echo(f"videvent: {line}", err=True))
+    wait_for(watches, stopping)
+    for watch in watches:
+        if quiet:
+            break
+        click.echo(f"camera {watch.camera.name}: "
+                   + (_summary_line(watch.summary, watch.monitor.out_dir)
+                      if watch.summary is not None else "stopped before it could be opened"),
+                   err=True)
+    failed = [watch for watch in watches if watch.error]
+    if failed:
+        raise BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
+                                 for watch in failed))
 
 
 @cli.command("export", short_help="Write the annotated video and event clips of a result.")

@@ -25,6 +25,9 @@ def bad_input(error: ValueError) -> BadInput:
     return BadInput(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
 
+CONFIG_PATH = "videvent.config_path"
+
+
 def _load_config(ctx: click.Context, _param, path):
     """Eager ``-c`` callback: a TOML file's values become the defaults of the options."""
     if path is None:
@@ -34,6 +37,7 @@ def _load_config(ctx: click.Context, _param, path):
     except ValueError as error:
         raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
     ctx.default_map = {**(ctx.default_map or {}), **values}
+    ctx.meta[CONFIG_PATH] = path   # watch reads its [cameras.NAME] tables
     return path
 
 
