@@ -3,10 +3,13 @@ Playwright) while the watch scores two real loopback streams served by ffmpeg.""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 
 from test_dashboard import (PICTURE, WAIT_MS, assert_lost_while_the_other_updates,  # noqa: F401
                             browser, card)
@@ -75,5 +78,39 @@ def test_the_page_follows_two_streams_their_events_clips_and_a_lost_camera(tmp_p
         assert errors == []
     finally:
         page.close()
+        watch.process.send_signal(signal.SIGINT)
+    assert watch.finish() == 0
+
+
+def test_a_region_drawn_on_the_page_is_saved_to_the_cameras_region_file(tmp_path, server):
+    """One camera with -R FILE: the page reads FILE, and what is drawn and saved there is what
+    FILE holds (the next session watches it)."""
+    region = tmp_path / "door.region"
+    region.write_text("# the door\n0 0 200 0 200 150 0 150\n")
+    stream = server(loop=True)
+    watch = ServedWatch([stream.url], tmp_path / "live", "--serve", "127.0.0.1:0",
+                        "-R", region)
+    try:
+        base = watch.dashboard_url().split("?")[0].rstrip("/")
+        with urllib.request.urlopen(f"{base}/cameras/0/region", timeout=10) as answer:
+            shown = json.load(answer)
+        assert shown["editable"] and shown["polygons"] == [[[0, 0], [200, 0], [200, 150],
+                                                            [0, 150]]]
+        drawn = {"polygons": [[[10, 10], [120, 10], [120, 90]]]}
+        deadline = time.monotonic() + 30
+        while True:   # the camera's size is known once its first frame is scored
+            request = urllib.request.Request(f"{base}/cameras/0/region", method="POST",
+                                             data=json.dumps(drawn).encode(),
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    assert answer.status == 200
+                break
+            except urllib.error.HTTPError as error:
+                assert error.code == 409 and time.monotonic() < deadline, error.read()
+                time.sleep(0.1)
+        lines = region.read_text().splitlines()
+        assert lines[0] == "# the door" and lines[1:] == ["10 10 120 10 120 90"]
+    finally:
         watch.process.send_signal(signal.SIGINT)
     assert watch.finish() == 0

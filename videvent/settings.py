@@ -342,6 +342,6 @@ def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
         source = table.get("source")
         if isinstance(source, bool) or not isinstance(source, (str, int)) or source == "":
             raise ValueError(f"{where} has no source (a stream URL, a camera number or a file)")
-        found[name] = (source, _table_settings({key: value for key, value in table.items()
-                                                if key != "source"}, where))
+        own = {key: value for key, value in table.items() if key != "source"}
+        found[name] = (source, _table_settings(own, where, Path(path).parent))
     return found
