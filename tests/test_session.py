@@ -199,3 +199,32 @@ def test_the_public_face():
                  "Sink"):
         assert name in videvent.__all__ and callable(getattr(videvent, name)), name
     assert np.issubdtype(np.asarray(FrameStatus.OK).dtype, np.str_)
+
+
+def test_thumbnails_keep_pictures_only_for_open_events(tmp_path):
+    """Unusual moments that never become events (a watch's quiet weeks) keep no picture; an
+    event keeps one, its best, until its thumbnail is written."""
+    from videvent.detectors.base import FrameScore as Verdict
+    from videvent.output.thumbnails import ThumbnailSink
+    from videvent.segmenter import Event
+    from videvent.sources.base import Frame
+
+    sink = ThumbnailSink(tmp_path / "thumbnails", box_level=4.5)
+    picture = np.full((48, 64), 90, np.uint8)
+    residual, blocks = np.zeros((48, 64), np.float32), np.zeros((3, 4))
+
+    def frame(index, score, event_number):
+        verdict = Verdict(index, index / 10, 0.1, score, "ok", False,
+                          residual_image=residual, block_scores=blocks)
+        sink.on_frame(Frame(index, index / 10, picture), verdict, event_number)
+
+    for index in range(1000):                     # above the box level, never an event
+        frame(index, 6.0, None)
+    assert sink.best == {}
+    for index, score in zip(range(1000, 1005), (8, 12, 9, 11, 7)):
+        frame(index, score, 1)
+    assert list(sink.best) == [1] and sink.best[1][2].index == 1001
+    files = {}
+    sink.on_event_end(Event(1, 995, 1010, 1000, 1004, 99.5, 101.0, 1001, 12.0), files)
+    assert sink.best == {} and (tmp_path / "thumbnails" / "event001.jpg").exists()
+    assert files == {"thumbnail": str(tmp_path / "thumbnails" / "event001.jpg")}

@@ -1,7 +1,7 @@
 """Event thumbnails: each event's peak frame with its heat map and boxes, 320 pixels wide.
 
-Only the best frame of each stretch of unusual frames is kept until its event is done, so
-the thumbnails cost no second decoding and memory stays bounded.
+Only the best frame of each open event is kept until the event is done, so the thumbnails
+cost no second decoding and memory stays bounded.
 """
 
 from __future__ import annotations
@@ -52,33 +52,28 @@ class ThumbnailSink(Sink):
         self.folder, self.box_level, self.redecode = Path(folder), box_level, redecode
         self.regions = regions
         self.folder.mkdir(exist_ok=True)
+        # Per open event: its best frame so far (score, picture, verdict). Only frames in an
+        # event's core can be its peak, so nothing else is kept: a watch with unusual moments
+        # that never become events keeps no pictures.
         self.best: dict[int, tuple[float, np.ndarray | None, object]] = {}
-        self._current: int | None = None
 
     def on_frame(self, frame, score, event_number) -> None:
-        # A stretch of unusual frames: explained, and scoring at least the box level (the
-        # detector may explain every frame, for the annotated video).
-        if score.residual_image is None or not score.score >= self.box_level:
-            self._current = None
+        if event_number is None or score.residual_image is None:
             return
-        if self._current is None or score.score > self.best[self._current][0]:
-            if self._current is not None:
-                del self.best[self._current]
-            self._current = score.index
+        best = self.best.get(event_number)
+        if best is None or score.score > best[0]:
             image = None if frame.image is None else frame.image.copy()
-            self.best[score.index] = (score.score, image, score)
+            self.best[event_number] = (score.score, image, score)
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
-        found = self.best.get(event.peak_frame)
-        for index in [i for i in self.best if i <= event.end_frame and i != self._current]:
-            del self.best[index]
+        found = self.best.pop(event.number, None)
         if found is None:
             return
         _, image, score = found
         if image is None:
             if self.redecode is None:
                 return
-            image = self.redecode(event.peak_frame)
+            image = self.redecode(score.index)
         path = self.folder / f"event{event.number:03d}.jpg"
         write_thumbnail(path, image, score, self.box_level, self.regions)
         files["thumbnail"] = str(path)
