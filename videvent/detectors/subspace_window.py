@@ -79,7 +79,7 @@ class SubspaceWindowDetector:
         self.hot = float(hot)
         # Blocks with a watched pixel. The zeros outside a region are explained exactly, but the
         # noise floor scales with the frame's light, so a dimmed frame could still score there.
-        self.watched_blocks = np.ones(self.model.n_blocks, bool)
+        self.watched_blocks = None                     # None: every block is watched
         if watched is not None:
             watched_pixels = np.asarray(watched, bool).reshape(self.frame_shape)
             if watched_pixels.ndim == 3:
@@ -217,6 +217,8 @@ class SubspaceWindowDetector:
     def _block_z(self, energies: np.ndarray) -> np.ndarray:
         """The model's block z-scores, never above 0 in a block nobody watches."""
         z = self.model.block_z(energies)
+        if self.watched_blocks is None:
+            return z
         return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
 
     def _rebuild(self, frames: list[np.ndarray]) -> None:
@@ -260,7 +262,8 @@ class SubspaceWindowDetector:
         before = np.median([means(frame) * float(frame.mean()) for frame in self.recent.frames],
                            axis=0)
         ratio = np.log(np.maximum(means(x) * float(x.mean()), 1e-3) / np.maximum(before, 1e-3))
-        ratio = ratio[self.watched_blocks]       # the zeros outside a region never light up
+        if self.watched_blocks is not None:      # the zeros outside a region never light up
+            ratio = ratio[self.watched_blocks]
         step = np.sign(np.median(ratio))
         return float(np.mean(step * ratio > LIT_BLOCK_CHANGE)) >= SCENE_CHANGE_SHARE
 
