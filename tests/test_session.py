@@ -140,6 +140,23 @@ def test_closing_a_reader_early_ends_its_thread_and_runs_its_clean_up():
     assert cleaned.is_set() and not reader._thread.is_alive()
 
 
+def test_a_live_reader_drops_stale_pictures_never_the_news_between_them():
+    """A full live queue loses its oldest picture, not a 'source lost' put between them."""
+    put_all = threading.Event()
+
+    def produce(put):
+        put(("picture", 0), drop_oldest=True)
+        put(("lost",))
+        for number in range(1, 10):
+            put(("picture", number), drop_oldest=True)
+        put_all.set()
+
+    reader = ReadAhead(produce, 3)
+    assert put_all.wait(10)
+    assert list(reader) == [("lost",), ("picture", 8), ("picture", 9)]
+    assert reader.dropped == 8
+
+
 def test_a_reader_hands_on_the_producers_error():
     def produce(put):
         put(1)

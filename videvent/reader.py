@@ -21,6 +21,19 @@ POLL_S = 0.1
 _END = object()
 
 
+class _Droppable:
+    """An item put with ``drop_oldest``: a newer one may take its place in a full queue."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+
+def _unwrap(item):
+    return item.item if isinstance(item, _Droppable) else item
+
+
 class ReadAhead:
     """Run ``produce(put)`` on a thread; iterate over what it puts, in order.
 
@@ -42,25 +55,35 @@ class ReadAhead:
     def put(self, item, *, drop_oldest: bool = False) -> bool:
         """Hand ``item`` over, waiting for room; False (item dropped) once closing.
 
-        ``drop_oldest``: a full queue loses its oldest item instead (counted in ``dropped``):
-        a live picture goes stale, and waiting for room would only make the next one late.
+        ``drop_oldest``: a full queue loses its oldest item that was put this way too
+        (counted in ``dropped``): a live picture goes stale, and waiting for room would only
+        make the next one late. Items put without it (a source lost, the end) are never lost.
         """
-        while drop_oldest and not self.stop.is_set():
-            try:
-                self._queue.put_nowait(item)
-                return True
-            except queue.Full:
-                try:
-                    self._queue.get_nowait()
-                    self.dropped += 1
-                except queue.Empty:
-                    pass
+        if drop_oldest:
+            item = _Droppable(item)
         while not self.stop.is_set():
+            if drop_oldest and self._put_in_place_of_a_droppable(item):
+                return True
             try:
                 self._queue.put(item, timeout=POLL_S)
                 return True
             except queue.Full:
                 continue
+        return False
+
+    def _put_in_place_of_a_droppable(self, item) -> bool:
+        # Under the queue's own lock: the oldest droppable item may sit behind others.
+        with self._queue.mutex:
+            waiting = self._queue.queue
+            if len(waiting) >= self._queue.maxsize:
+                stale = next((i for i, old in enumerate(waiting) if isinstance(old, _Droppable)),
+                             None)
+                if stale is None:
+                    return False
+                del waiting[stale]
+                self.dropped += 1
+                waiting.append(item)
+                return True
         return False
 
     def _run(self, produce) -> None:
@@ -73,7 +96,7 @@ class ReadAhead:
     def __iter__(self) -> Iterator:
         try:
             while True:
-                item = self._queue.get()
+                item = _unwrap(self._queue.get())
                 if item is _END:
                     return
                 if isinstance(item, BaseException):
@@ -86,7 +109,7 @@ class ReadAhead:
         """The next item, or None after ``timeout`` seconds without one; the end of the
         producer comes as ``ReadAhead.END``."""
         try:
-            item = self._queue.get(timeout=timeout)
+            item = _unwrap(self._queue.get(timeout=timeout))
         except queue.Empty:
             return None
         if isinstance(item, BaseException):
