@@ -109,8 +109,7 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     if video is not True and video:
         check_video_path(video, uri)
     remove_stale(folder)
-    events = [Event(**{k: v for k, v in e.items() if k in Event.__dataclass_fields__})
-              for e in document["events"]]
+    events = [Event.from_dict(record) for record in document["events"]]
     flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     clip_folder = Path(clips_dir) if clips_dir is not None else folder
     with open_source(uri, colour=settings.colour, backend=settings.backend, fps=settings.fps,

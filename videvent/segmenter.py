@@ -58,6 +58,12 @@ class Event:
     peak_score: float
     absorbed: bool = False  # ended because the detector absorbed a lasting scene change
 
+    @classmethod
+    def from_dict(cls, record: dict) -> "Event":
+        """The event of a ``to_dict`` record (its derived keys ignored)."""
+        return cls(**{key: value for key, value in record.items()
+                      if key in cls.__dataclass_fields__})
+
     def to_dict(self) -> dict:
         """Plain fields plus timecodes and ``duration_s`` (start to end frame time)."""
         return {

@@ -163,13 +163,11 @@ class RunResult:
     def load(cls, folder: str | os.PathLike) -> "RunResult":
         """The result of a run, read back from its result folder (``events.json``)."""
         document = read_events(Path(folder) / "events.json")
-        event_fields = Event.__dataclass_fields__
         try:
             return cls(
                 source=document["source"], settings=document["settings"],
                 frames_read=int(document["frames_read"]),
-                events=[Event(**{k: v for k, v in e.items() if k in event_fields})
-                        for e in document["events"]],
+                events=[Event.from_dict(record) for record in document["events"]],
                 absorbed=[TimePoint(a["frame"], a["time_s"]) for a in document["absorbed"]],
                 frame_problems=[ProblemRun(**r) for r in document["frame_problems"]],
                 compare=list(document.get("compare", [])), out_dir=Path(folder),
