@@ -239,8 +239,8 @@ class MqttSink(Sink):
         # Frames above the threshold before the segmenter confirms an event are its start.
         picture = frame.colour if getattr(frame, "colour", None) is not None else frame.image
         if picture is not None and (self._peak is None or score.score > self._peak[0]):
-            # A copy: a source may decode the next frame into the same buffer.
-            self._peak = (score.score, picture.copy())
+            # A reference: sources hand every frame over in an array of its own.
+            self._peak = (score.score, picture)
             self._snapshot_of_peak = False
 
     def on_event_start(self, event) -> None:

@@ -62,8 +62,8 @@ class ThumbnailSink(Sink):
             return
         best = self.best.get(event_number)
         if best is None or score.score > best[0]:
-            image = None if frame.image is None else frame.image.copy()
-            self.best[event_number] = (score.score, image, score)
+            # A reference: sources hand every frame over in an array of its own.
+            self.best[event_number] = (score.score, frame.image, score)
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         found = self.best.pop(event.number, None)
