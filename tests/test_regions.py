@@ -123,6 +123,17 @@ def test_outside_the_region_the_detector_sees_zeros_and_health_reads_the_region(
     assert np.array_equal(colour.watched, np.repeat(preprocess.watched, 3))
 
 
+def test_a_working_pixel_with_any_of_the_region_in_it_is_watched():
+    """A region edge that covers 3 of the 8 source columns a working pixel averages: that
+    pixel carries the region's light, so it is watched (a 0/1 mask rounded it away)."""
+    regions = Regions(watch=(parse_polygon("0 0 2 0 2 719 0 719", "sliver"),))
+    preprocess = Preprocessor(160, 90, regions=regions, source_size=(1280, 720))
+    vector = preprocess(np.full((720, 1280), 200, np.uint8)).reshape(90, 160)
+    carrying = vector > 0
+    assert carrying[:, 0].all() and not carrying[:, 1:].any()
+    assert np.array_equal(preprocess.watched.reshape(90, 160), carrying)
+
+
 def test_a_light_switched_inside_the_region_steps_the_brightness_as_much():
     """The brightness-step score reads the log of the frame's mean: the zeros outside scale
     the mean by a fixed share, so halving the light inside still steps it by log 2."""

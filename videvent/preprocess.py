@@ -70,8 +70,9 @@ class Preprocessor:
         if self.regions:
             if self.source_size is None:
                 raise ValueError("regions need the source size they are drawn on")
-            inside = self.regions.mask(self.source_size).view(np.uint8)
-            # A working pixel is watched if any source pixel it averages is.
+            inside = self.regions.mask(self.source_size).view(np.uint8) * np.uint8(255)
+            # A working pixel is watched if any source pixel it averages is (at 0/255 the
+            # area average of a sliver is still above 0; at 0/1 it rounded to 0 below half).
             watched = cv2.resize(inside, (self.width, self.height),
                                  interpolation=cv2.INTER_AREA) > 0
             if self.colour:
