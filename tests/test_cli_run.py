@@ -297,7 +297,8 @@ def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_pat
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180")
     assert result.returncode == 0, result.stderr
     assert "120 frames scanned (75 scored)" in result.stdout, result.stdout
-    assert "warm-up (learning the background): frames 180-224" in result.stdout
+    assert ("Warm-up (learning the background): frames 180-224 (00:00:12.000-00:00:14.933); "
+            "scores there are damped" in result.stdout), result.stdout
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40")
     assert "15 fps, 40 frames of 300" in result.stderr, result.stderr
 

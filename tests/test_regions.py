@@ -183,7 +183,8 @@ def detect(clip, frames, regions):
                                          frame_health(vector, previous, preprocess.watched),
                                          explain=True)
         previous = vector
-        leak = max(leak, float(np.abs(verdict.residual_image[outside]).max(initial=0.0)))
+        if verdict.residual_image is not None:           # None before the model's first frames
+            leak = max(leak, float(np.abs(verdict.residual_image[outside]).max(initial=0.0)))
         flagged += [d.index for d in segmenter.update(index, verdict.time_s, verdict.score)
                     if d.flagged]
     flagged += [d.index for d in segmenter.finish() if d.flagged]

@@ -506,10 +506,11 @@ def print_summary(result) -> None:
                    + (f" ({scored} scored)" if scored < read else "")
                    + f", {len(events)} event{'' if len(events) == 1 else 's'} found.")
     for run_ in result.warmup if scored else ():
-        click.echo(f"Not scored, warm-up (learning the background): frames "
+        click.echo(f"Warm-up (learning the background): frames "
                    f"{run_.start_frame}-{run_.end_frame} "
                    f"({format_timecode(run_.start_time_s)}-"
-                   f"{format_timecode(run_.end_time_s)}); an event there is not seen.")
+                   f"{format_timecode(run_.end_time_s)}); scores there are damped, so only "
+                   f"a clear event is seen.")
     if events:
         click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
                    f"{'peak':>7}")

@@ -166,7 +166,14 @@ class SubspaceWindowDetector:
                 z = self._block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
         self.recent.add(x, assessment.brightness)
-        score = 0.0 if warming_up else max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
+        score = 0.0
+        if model.ready:
+            score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
+            if warming_up:
+                # Scored from the first seconds, so that someone in view from the start is
+                # found; but a model of a second of frames has not seen a tree's gusts yet, so
+                # its scores count for the share of the warm-up it has seen.
+                score *= min(1.0, self.schedule.learned_ / self.warmup)
         learned = self.schedule.should_learn()
         if learned:
             # While warming up nothing is scored: a refit every few frames, and one as the
@@ -177,7 +184,7 @@ class SubspaceWindowDetector:
                             energies=None if warming_up else assessment.block_energies)
         self._previous_verdict = (assessment.residual, score)
         explanation = {}
-        if explain is True or (explain is not False and score >= explain):
+        if model.ready and (explain is True or (explain is not False and score >= explain)):
             explanation = {"residual_image": residual_image.reshape(self.frame_shape),
                            "block_scores": z.reshape(model.grid[::-1])}
         return FrameScore(index, time_s, assessment.residual, score,

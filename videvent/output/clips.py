@@ -137,9 +137,9 @@ class AnnotatedVideoSink(Sink):
         annotator = self.annotator
         if self.fill_chart and annotator.chart is not None:
             annotator.chart.add(frame.index, score.score, event_number is not None)
-        # No heat map where the detector did not score the frame: during its warm-up the
-        # model is a frame or two, and the residual is the picture.
-        scored = score.status == "ok"
+        # No heat map where the detector had no model to explain the frame with (its first
+        # frames, and frames without a picture).
+        scored = score.residual_image is not None
         image, boxes = annotator.draw(
             picture_of(frame, annotator.width, annotator.height), frame.index, frame.time_s,
             event_number, score.residual_image if scored else None,
