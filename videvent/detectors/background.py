@@ -133,7 +133,11 @@ class SubspaceBackground:
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
         self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
+        # The window's residuals are worked out in here at every refit: a fresh array of the
+        # window's size each time costs more in page faults than the arithmetic.
+        self._residuals = np.zeros_like(self.frames_)
         self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
+        self.norms_ = np.ones(self.window)                     # length of each frame
         # Out-of-sample block energies: seed frames' against the other half of the seed, stream
         # frames' against the model that scored them. In-sample residuals of a rank-3 fit
         # understate how much a moving texture varies: with them alone, whether a waving tree
@@ -197,6 +201,7 @@ class SubspaceBackground:
         if energies is not None:
             self.scored_energies_[slot] = energies
         self.cells_[slot] = self.coarse_picture(x)
+        self.norms_[slot] = max(float(np.linalg.norm(x)), 1e-12)
         n = max(self.n_filled_, slot + 1)
         inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
         self.gram_[slot, :n] = inner
@@ -233,6 +238,7 @@ class SubspaceBackground:
         m = len(frames)
         self.frames_[:m] = frames
         self.cells_[:m] = [self.coarse_picture(x) for x in frames]
+        self.norms_[:m] = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
         self.gram_[:m, :m] = frames.astype(np.float64) @ frames.T.astype(np.float64)
         self.n_filled_ = m
         self.joined_[:m] = np.arange(m)
@@ -384,27 +390,46 @@ class SubspaceBackground:
     def _window_energies(self) -> np.ndarray:
         """Block log energies of every frame of the window against the current subspace."""
         frames = self.frames_[:self.n_filled_]
-        outside = frames - (frames @ self.basis_) @ self.basis_.T
-        norms = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
-        return self.block_energies_of_rows(outside, norms)
+        squared = self._residuals[:self.n_filled_]
+        np.matmul(frames @ self.basis_, self.basis_.T, out=squared)
+        np.subtract(frames, squared, out=squared)
+        np.multiply(squared, squared, out=squared)
+        return self._log_energies(self._block_means(squared), self.norms_[:self.n_filled_])
 
     def block_energies_of_rows(self, outside: np.ndarray, norms: np.ndarray) -> np.ndarray:
-        """``block_energies`` of many residuals (one a row) at once: OpenCV averages four
-        channels in one pass (the most its general area resize takes), a quarter of the calls
-        of one a frame, with the same numbers."""
-        squared = (outside * outside).reshape(len(outside), *self.frame_shape)
-        if squared.ndim == 4:
-            squared = squared.sum(axis=3)
-        rows = []
-        for first in range(0, len(squared), 4):
-            stack = np.ascontiguousarray(np.moveaxis(squared[first:first + 4], 0, -1))
-            means = cv2.resize(stack, self.grid, interpolation=cv2.INTER_AREA)
-            rows.append(means.reshape(-1, stack.shape[-1]).T)  # (one channel: 2-d, same)
-        means = np.concatenate(rows) / (norms[:, None] ** 2)
+        """``block_energies`` of many residuals (one a row) at once."""
+        return self._log_energies(self._block_means(outside * outside), norms)
+
+    def _log_energies(self, squared_means: np.ndarray, norms: np.ndarray) -> np.ndarray:
+        """Block energies from the blocks' mean squared residual of frames of length
+        ``norms``."""
+        means = squared_means / (norms[:, None] ** 2)
         # The floor is in grey levels as well as relative: sensor noise does not dim with the
         # light, so a relative floor alone would score a dimmer frame's noise as a change.
         floor = np.maximum(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norms) ** 2
         return 0.5 * np.log(np.maximum(means, floor[:, None]))
+
+    def _block_means(self, values: np.ndarray) -> np.ndarray:
+        """The mean of every block of every row (a frame's pixels; channels summed)."""
+        values = values.reshape(len(values), *self.frame_shape)
+        if values.ndim == 4:
+            values = values.sum(axis=3)
+        count, height, width = values.shape
+        columns, rows = self.grid
+        if height % rows == 0 and width % columns == 0:
+            # Whole-pixel blocks: the frames stacked as one tall picture keep every block
+            # inside its frame, and OpenCV's integer-ratio area resize is three to five times
+            # its general one (same numbers).
+            return cv2.resize(values.reshape(count * height, width), (columns, count * rows),
+                              interpolation=cv2.INTER_AREA).reshape(count, -1)
+        # Otherwise four frames as the channels of one picture: the most the general area
+        # resize averages in one pass, a quarter of the calls of one a frame.
+        means = []
+        for first in range(0, count, 4):
+            stack = np.ascontiguousarray(np.moveaxis(values[first:first + 4], 0, -1))
+            block = cv2.resize(stack, self.grid, interpolation=cv2.INTER_AREA)
+            means.append(block.reshape(-1, stack.shape[-1]).T)  # (one channel: 2-d, same)
+        return np.concatenate(means)
 
     def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
         n = normalised.shape[1]
