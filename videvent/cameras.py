@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .live import FIRST_BACKOFF_S, MAX_BACKOFF_S, LiveMonitor, SessionSummary
+from .live import Backoff, LiveMonitor, SessionSummary
 from .settings import SettingError, Settings
 from .sources import SourceError
 
@@ -88,7 +88,7 @@ class CameraWatch(threading.Thread):
             self.error = f"failed: {type(error).__name__}: {error}"
 
     def _watch(self) -> None:
-        backoff, failures = FIRST_BACKOFF_S, 0
+        backoff, failures = Backoff(), 0
         limit = self.options.get("max_reconnects")
         while not self._stopping.is_set():
             try:
@@ -108,8 +108,7 @@ class CameraWatch(threading.Thread):
                                   f"{'' if failures == 0 else 's'}: {error}")
                     return
                 failures += 1
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                backoff.wait(self._stopping)
                 continue
             except ValueError as error:
                 self.error = str(error).splitlines()[0]

@@ -43,6 +43,22 @@ LATENCY_SAMPLES = 20_000
 STALLED_AFTER_S = 5.0         # a live source silent this long is said to be stalled
 
 
+class Backoff:
+    """The waits between attempts to (re)open a source: FIRST_BACKOFF_S, doubling each time,
+    at most MAX_BACKOFF_S."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.delay_s = FIRST_BACKOFF_S
+
+    def wait(self, stop: threading.Event) -> None:
+        """Wait the current delay (less, if ``stop`` is set meanwhile), then double it."""
+        stop.wait(self.delay_s)
+        self.delay_s = min(self.delay_s * 2, MAX_BACKOFF_S)
+
+
 @dataclass
 class _Captured:
     frame: Frame
@@ -154,7 +170,7 @@ class LiveMonitor:
         """Read frames into the buffer (``put``), reopening a live source that drops, until
         the source ends, the range or the frame limit is reached, or the session stops."""
         source, index, started = self._source, run.start, time.monotonic()
-        backoff = FIRST_BACKOFF_S
+        backoff = Backoff()
         # The range (-st/-et/-dt) and --max-frames end the capture in frames of the session:
         # the end of a range is not a source lost.
         end = run.end
@@ -200,14 +216,13 @@ class LiveMonitor:
                         and self.summary.reconnects >= self.max_reconnects):
                     self.summary.gave_up = True
                     return
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF_S)
+                backoff.wait(self._stop)
                 self.summary.reconnects += 1
                 try:
                     source = self._open()
                 except SourceError:
                     continue
-                backoff = FIRST_BACKOFF_S
+                backoff.reset()
                 put(("back", index, time.monotonic() - started))
 
     # -- the session -----------------------------------------------------------------------
