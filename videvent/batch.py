@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
-from .output.folder import completion, made_by_videvent, partial_path, remove_stale
+from .output.folder import completion, made_by_videvent, remove_stale, write_text_atomically
 from .output.report import html_page
 from .pipeline import detect, frame_range, prepare, write_results
 from .settings import Settings
@@ -408,8 +408,8 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
     (out / BATCH_MARKER).touch()
     # A file name that is not valid UTF-8 keeps its own bytes in the index (a program can
     # open it from there); the page, for people, shows it with a replacement character.
-    _write_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")
-    _write_atomically(out / REPORT_NAME, batch_report(summary.outcomes), "replace")
+    write_text_atomically(out / INDEX_NAME, index_csv(summary.outcomes), "surrogateescape")
+    write_text_atomically(out / REPORT_NAME, batch_report(summary.outcomes), "replace")
     return summary
 
 
@@ -446,12 +446,6 @@ def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
     lookahead = len(client.scheduler_info()["workers"]) + 1
     return client.submit(score_chunks, video, out_dir, settings, plot, ranges, lookahead,
                          pure=False)
-
-
-def _write_atomically(path: Path, text: str, errors: str) -> None:
-    temporary = partial_path(path)
-    temporary.write_text(text, encoding="utf-8", errors=errors)
-    os.replace(temporary, path)
 
 
 # -- the archive's outputs -------------------------------------------------------------------

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import cv2
 import numpy as np
+
+from .output.folder import write_text_atomically
 
 Point = tuple[int, int]
 Polygon = tuple[Point, ...]
@@ -102,8 +103,7 @@ def load_region_file(path: str | os.PathLike, *, empty_ok: bool = False) -> list
 
 
 def save_region_file(path: str | os.PathLike, polygons: Iterable[Polygon]) -> None:
-    """Write one polygon a line, to a temporary name in the same folder then renamed, so a
-    reader (or a crash) never sees half a file. The comment lines of the file it replaces are
+    """Write one polygon a line, atomically. The comment lines of the file it replaces are
     kept, at the top: they are the user's notes."""
     path = Path(path)
     try:
@@ -112,15 +112,7 @@ def save_region_file(path: str | os.PathLike, polygons: Iterable[Polygon]) -> No
     except FileNotFoundError:
         comments = []
     text = "".join(comments) + "".join(format_polygon(polygon) + "\n" for polygon in polygons)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, text)
 
 
 def check_polygon(polygon: Polygon, width: int, height: int, name: str = "region") -> None:

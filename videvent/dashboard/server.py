@@ -33,7 +33,6 @@ import ipaddress
 import json
 import secrets
 import threading
-import time
 from collections import deque
 from pathlib import Path
 

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from .annotate import Annotator
-from .folder import partial_path
+from .folder import partial_path, write_text_atomically
 from .sink import Sink
 from .video import VideoWriter
 
@@ -30,10 +30,8 @@ CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
 def write_clip_index(folder: Path, names: dict[int, str]) -> None:
     """``clips.json``: which clip is which event's, for the report's links (the clip names
     come from the user's template); only the clips that exist."""
-    temporary = partial_path(folder / CLIPS_NAME)
-    temporary.write_text(json.dumps({str(n): name for n, name in names.items()
-                                     if (folder / name).is_file()}), encoding="utf-8")
-    os.replace(temporary, folder / CLIPS_NAME)
+    write_text_atomically(folder / CLIPS_NAME, json.dumps(
+        {str(n): name for n, name in names.items() if (folder / name).is_file()}))
 
 
 def bgr_picture(frame) -> np.ndarray | None:

@@ -41,6 +41,18 @@ def partial_path(target: str | os.PathLike) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.partial")
 
 
+def write_text_atomically(path: str | os.PathLike, text: str, errors: str = "strict") -> None:
+    """Write ``text`` (UTF-8) to a temporary name beside ``path``, then rename it into place:
+    a reader, or a crash, never sees half a file."""
+    temporary = partial_path(path)
+    try:
+        temporary.write_text(text, encoding="utf-8", errors=errors)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def public_name(path: str | os.PathLike) -> str:
     """``path`` with each temporary component named as what it becomes: the user never saw
     ``.clip.videvent.123-ab.partial/.annotated.mp4.123.partial``, only ``clip.videvent/annotated.mp4``."""

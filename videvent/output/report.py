@@ -20,7 +20,7 @@ import numpy as np
 
 from ..timecode import format_timecode
 from .events_json import read_events
-from .folder import partial_path
+from .folder import write_text_atomically
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"
@@ -181,7 +181,7 @@ def render_report(folder: str | os.PathLike) -> str:
                   f"src='{_png_data(compare_figure(folder, document, scores['status']))}'>"]
     if video:
         parts += ["<h2>Annotated video</h2>",
-                  f"<video id='annotated' controls preload='metadata' src='annotated.mp4'"
+                  "<video id='annotated' controls preload='metadata' src='annotated.mp4'"
                   + (f" poster='{poster}'" if poster else "") + "></video>", SEEK_SCRIPT]
     parts += ["<h2>Settings</h2>", "<table class='facts'>"]
     parts += [_row([escape(key.replace("_", "-")), escape(_setting_text(key, value))])
@@ -230,9 +230,7 @@ def write_report(folder: str | os.PathLike) -> Path:
     """(Re)write ``report.html`` in the result folder, atomically."""
     folder = Path(folder)
     target = folder / REPORT_NAME
-    temporary = partial_path(target)
-    temporary.write_text(render_report(folder), encoding="utf-8")
-    os.replace(temporary, target)
+    write_text_atomically(target, render_report(folder))
     return target
 
 
