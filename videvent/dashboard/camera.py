@@ -20,6 +20,7 @@ from pathlib import Path
 import cv2
 
 from ..output.annotate import Annotator
+from ..output.clips import bgr_picture
 from ..session import Sink
 
 PICTURES_PER_S = 10
@@ -129,11 +130,9 @@ class _PictureEncoder:
             self._stopping.wait(max(0.0, interval - (time.monotonic() - began)))
 
     def _encode(self, frame, score, event_number: int | None) -> bytes | None:
-        picture = frame.colour if frame.colour is not None else frame.image
+        picture = bgr_picture(frame)
         if picture is None:
             return None
-        if picture.ndim == 2:
-            picture = cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
         width, height = shown_size(picture.shape[1], picture.shape[0])
         if width != picture.shape[1]:
             # Linear: a sixth of INTER_AREA's time at 1280 -> 960, and as good to look at.
