@@ -262,3 +262,30 @@ def test_chunk_boundaries_are_checked_frame_by_frame():
             chunk["vectors"][0][0] += 1
     with pytest.raises(BoundaryMismatch):
         list(_decoded_chunks(InlineClient(shift_a_shared_pixel), spec, settings, ranges, 2))
+
+
+def test_regions_reach_the_workers(tmp_path):
+    # The walker crosses the bottom half; a mask file over it, named relative to where batch
+    # is started, must mean the same on the cluster's workers as in `run`: no event, and the
+    # very same results.
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    shutil.copy(sample("walker")[0], clips / "walker.mp4")
+    (tmp_path / "bottom.txt").write_text("# the lawn\n0 120 319 120 319 239 0 239\n")
+    result = run_cli("run", clips / "walker.mp4", "-d", tmp_path / "run", "-q",
+                     "--mask", "bottom.txt", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    result = run_cli("batch", "clips", "--out", "out", "--workers", "1", "--mask", "bottom.txt",
+                     cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "out" / "clips" / "walker.videvent"
+    assert events_of(folder)[0] == []
+    assert result_files(folder) == result_files(tmp_path / "run")
+    settings = json.loads((folder / "events.json").read_text())["settings"]
+    # The client reads the file: the workers get its polygons, not a path they may not have.
+    assert settings["ignore_region"] == ["0 120 319 120 319 239 0 239"], settings
+    assert settings["mask"] == [], settings
+    # Without the mask the same batch finds the walker (the mask, not the batch, hid it).
+    result = run_cli("batch", "clips", "--out", "plain", "--workers", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(events_of(tmp_path / "plain" / "clips" / "walker.videvent")[0]) == 1
