@@ -15,6 +15,8 @@ stands still, unless the model knows it (the light came back on the scene it had
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
 from ..preprocess import BLANK, CORRUPT, FROZEN, OK, frame_health
@@ -195,7 +197,8 @@ class SubspaceWindowDetector:
         recent = self.recent.brightness
         if len(recent) < MIN_RECENT:
             return 0.0
-        return abs(brightness - float(np.median(recent))) / BRIGHTNESS_SCALE
+        # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
+        return abs(brightness - statistics.median(recent)) / BRIGHTNESS_SCALE
 
     def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
                        brightness_score: float):
