@@ -228,6 +228,20 @@ def test_a_webhook_that_is_not_an_http_url_is_refused_up_front(tmp_path, url):
     assert not (tmp_path / "live").exists()
 
 
+def test_a_config_file_webhook_or_dashboard_address_is_checked_up_front(tmp_path):
+    walker = sample("walker")[0]
+    for line, said in (('webhook = "ftp://host/x"', "http:// or https://"),
+                       ('serve = "localhost:http"', "[HOST:]PORT"),
+                       (f'[cameras.a]\nsource = "{walker}"\nmqtt = "localhost"',
+                        "'mqtt' is the whole watch's, not one camera's")):
+        config = tmp_path / "watch.toml"
+        config.write_text(line + "\n")
+        result = run_cli("watch", *([] if "cameras" in line else [walker]), "-c", config,
+                         "-d", tmp_path / "live")
+        assert result.returncode == 2 and said in one_line(result), result.stderr
+        assert not (tmp_path / "live").exists()
+
+
 def test_the_alert_thread_survives_any_receiver_and_never_follows_a_redirect_away(tmp_path):
     import socket
     import threading

@@ -30,8 +30,10 @@ def test_config_cameras_with_their_settings_and_a_dead_one_that_stalls_nothing(t
     dead.bind(("127.0.0.1", 0))
     dead.listen(8)
     config = tmp_path / "cameras.toml"
+    # The dashboard's address from the config file, as every watch setting can be.
     config.write_text(f"""
 window = 60
+serve = "0.0.0.0:0"
 [cameras.door]
 source = "{server().url}"
 threshold = 6.5
@@ -39,7 +41,7 @@ threshold = 6.5
 source = "http://127.0.0.1:{dead.getsockname()[1]}/"
 """)
     out = tmp_path / "live"
-    watch = ServedWatch([f"--config={config}"], out, "--serve", "0.0.0.0:0")
+    watch = ServedWatch([f"--config={config}"], out)
     try:
         # Bound beyond loopback with no token: one is generated, printed, and asked for.
         url = watch.dashboard_url()

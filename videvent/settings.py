@@ -61,6 +61,7 @@ class Spec:
     units: str = ""
     optional: bool = False           # None is a value (no default limit, or "never")
     off_flag: str | None = None      # bool: the flag that turns it off (--grey)
+    metavar: str | None = None       # how the option's value is shown in --help
 
 
 def setting(default: Any, kind: str, help: str, **spec) -> Any:
@@ -192,11 +193,22 @@ SETTING_NAMES = tuple(SPECS)
 # Where a watch's news go, not what it finds: not Settings (nor in events.json, nor compared on
 # resume), but declared the same way so the option, the config key and its check agree.
 WATCH_SPECS: dict[str, Spec] = {
+    "on_event": Spec("text", "Run CMD for every alert, with its fields as VIDEVENT_* "
+                     "variables.", optional=True, metavar="CMD"),
+    "webhook": Spec("text", "POST every alert as JSON (http:// or https://).", optional=True,
+                    metavar="URL"),
+    "serve": Spec("text", "Serve the live dashboard (default host 127.0.0.1; PORT 0: any free "
+                  "port); its address is printed on stderr.", optional=True,
+                  metavar="[HOST:]PORT"),
+    "serve_token": Spec("text", "Token the dashboard asks of every request; generated and "
+                        "printed when --serve binds an address other than loopback without "
+                        "one.", optional=True, metavar="TOKEN"),
     "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker, "
-                 "HOST[:PORT] (port 1883 by default).", optional=True),
+                 "HOST[:PORT] (port 1883 by default).", optional=True, metavar="HOST[:PORT]"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
 }
-WATCH_DEFAULTS: dict[str, Any] = {"mqtt": None, "mqtt_prefix": "videvent"}
+WATCH_DEFAULTS: dict[str, Any] = {"on_event": None, "webhook": None, "serve": None,
+                                  "serve_token": None, "mqtt": None, "mqtt_prefix": "videvent"}
 ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
 
 
@@ -322,7 +334,8 @@ def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
     the file's order: NAME -> (its ``source``, its own settings). No table: no cameras.
 
     Raises ValueError (one line) for a camera without a source, a name that cannot name a
-    folder, and the errors of ``load_config``.
+    folder, a key of the whole watch (``WATCH_SPECS``) in a camera's table, and the errors of
+    ``load_config``.
     """
     load_config(path)   # the file's own errors first, and its global settings' checks
     with open(path, "rb") as handle:
@@ -343,5 +356,9 @@ def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
         if isinstance(source, bool) or not isinstance(source, (str, int)) or source == "":
             raise ValueError(f"{where} has no source (a stream URL, a camera number or a file)")
         own = {key: value for key, value in table.items() if key != "source"}
+        for key in own:
+            if key.replace("-", "_") in WATCH_SPECS:
+                raise ValueError(f"{where}: '{key}' is the whole watch's, not one camera's: "
+                                 f"put it above the [cameras.NAME] tables")
         found[name] = (source, _table_settings(own, where, Path(path).parent))
     return found

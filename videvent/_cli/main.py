@@ -215,13 +215,14 @@ def check_display() -> None:
                                "--show, or follow the session in report.html and the alerts")
 
 
-def _webhook(_ctx, _param, value):
+def _webhook(value: str | None) -> str | None:
+    """``--webhook`` (or the config file's ``webhook``), checked before anything starts."""
     from ..alerts import check_webhook
 
     try:
         return None if value is None else check_webhook(value)
     except ValueError as error:
-        raise click.BadParameter(str(error)) from None
+        raise click.UsageError(f"--webhook: {error}") from None
 
 
 def _mqtt_address(text: str | None) -> tuple[str, int] | None:
@@ -237,12 +238,14 @@ def _mqtt_address(text: str | None) -> tuple[str, int] | None:
         raise click.UsageError(str(error)) from None
 
 
-def _serve_address(_ctx, _param, value):
+def _serve_address(value: str | None) -> tuple[str, int] | None:
+    """``--serve`` (or the config file's ``serve``) as (host, port)."""
     if value is None:
         return None
-    host, _, port = value.rpartition(":")
+    host, _, port = str(value).rpartition(":")
     if not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"expected [HOST:]PORT (PORT 0: any free port), got {value!r}")
+        raise click.UsageError(f"--serve: expected [HOST:]PORT (PORT 0: any free port), got "
+                               f"{value!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
@@ -256,29 +259,18 @@ def _serve_address(_ctx, _param, value):
 @click.option("--json", "json_lines", is_flag=True,
               help="One JSON line per event start, update and end (and source lost/back) "
                    "on stdout.")
-@click.option("--on-event", "command", default=None, metavar="CMD",
-              help="Run CMD for every alert, with its fields as VIDEVENT_* variables.")
-@click.option("--webhook", default=None, metavar="URL", callback=_webhook,
-              help="POST every alert as JSON (http:// or https://).")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
               help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
-@click.option("--serve", default=None, metavar="[HOST:]PORT", callback=_serve_address,
-              help="Serve the live dashboard (default host 127.0.0.1; PORT 0: any free "
-                   "port); its address is printed on stderr.")
-@click.option("--serve-token", default=None, metavar="TOKEN",
-              help="Token the dashboard asks of every request; generated and printed when "
-                   "--serve binds an address other than loopback without one.")
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
 @watch_setting_options
 @run_options
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
-          command: str | None, webhook: str | None, show: bool, no_clips: bool,
-          max_reconnects: int, max_frames: int | None, serve: tuple[str, int] | None,
-          serve_token: str | None, quiet: bool, mqtt: str | None, mqtt_prefix: str,
-          **options) -> None:
+          show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
+          on_event: str | None, webhook: str | None, serve: str | None,
+          serve_token: str | None, mqtt: str | None, mqtt_prefix: str, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -296,7 +288,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     settings = settings_from(options)
     if show:
         check_display()
-    broker = _mqtt_address(mqtt)
+    webhook, served_at, broker = _webhook(webhook), _serve_address(serve), _mqtt_address(mqtt)
     config = click.get_current_context().meta.get(CONFIG_PATH)
     try:
         cameras = name_cameras(sources, settings, load_cameras(config) if config else {})
@@ -309,13 +301,13 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         raise click.UsageError("--show previews one camera; use --serve for several")
     monitor_options = {"realtime": realtime, "max_reconnects": max_reconnects,
                        "max_frames": max_frames, "clips": not no_clips,
-                       "colour_pictures": serve is not None,
-                       "alerts": {"json_lines": json_lines, "command": command,
+                       "colour_pictures": served_at is not None,
+                       "alerts": {"json_lines": json_lines, "command": on_event,
                                   "webhook": webhook}}
     dashboard = publisher = None
-    if serve is not None:
+    if served_at is not None:
         from ..dashboard import Dashboard
-        dashboard = Dashboard(*serve, token=serve_token,
+        dashboard = Dashboard(*served_at, token=serve_token,
                               region_file=region_files[0] if len(cameras) == 1 and region_files
                               else None)
     if broker is not None:

@@ -69,7 +69,7 @@ def setting_option(name: str):
     flags = [spec.short, long] if spec.short else [long]
     return click.option(*flags, name, type=_click_type(spec), default=default,
                         multiple=spec.kind in ("polygons", "files"),
-                        metavar=METAVARS.get(spec.kind),
+                        metavar=spec.metavar or METAVARS.get(spec.kind),
                         show_default=default not in (None, ()), help=help_text)
 
 
@@ -86,7 +86,7 @@ def run_options(function):
 
 
 def watch_setting_options(function):
-    """``watch``'s own settings (``WATCH_SPECS``: MQTT), as options."""
+    """``watch``'s own settings (``WATCH_SPECS``: where its news go), as options."""
     for name in reversed(WATCH_SPECS):
         function = setting_option(name)(function)
     return function
