@@ -265,3 +265,19 @@ def test_blocks_outside_the_watched_area_never_raise_the_score():
                         if r.block_scores is not None])
     assert len(outside) > 250 and (outside <= 0).all()
     assert (scores_of(results)[150:181] > 7).all()
+
+
+def test_light_invariant_blocks_ignore_a_lasting_shadow_and_still_find_a_person_in_it():
+    # A cloud's shadow darkens the right half by 12% and stays; later someone walks in it.
+    # Nothing absorbs the change (absorb-after 'never'), so only the energies decide.
+    rng = np.random.default_rng(11)
+    frames = scene(rng, 400)
+    frames[150:, :, 32:] *= 0.88
+    frames = add_patch(frames, 300, 330, OTHER, level=40.0)
+    plain = scores_of(feed(Detector(window=50, stride=10, static_after=None), frames))
+    invariant = scores_of(feed(Detector(window=50, stride=10, static_after=None,
+                                        light_invariant=True), frames))
+    assert (plain[160:290] > 7).mean() > 0.9            # by default the shadow is an event
+    assert (invariant[60:298] < 4.5).all()              # blind to the light it casts
+    assert (invariant[302:330] > 7).all()               # not to someone standing in it
+    assert (invariant[340:] < 4.5).all()

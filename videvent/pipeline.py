@@ -70,7 +70,8 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         inlier_fraction=settings.inlier_fraction, stride=round(span / settings.window),
         warmup=max(1, round(fps * WARMUP_SECONDS)),
         static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
-        refit_every=settings.refit_every, blocks=settings.blocks, watched=watched)
+        refit_every=settings.refit_every, blocks=settings.blocks, watched=watched,
+        light_invariant=settings.light_invariant)
 
 
 def seed_detector(run: "Pass") -> int:

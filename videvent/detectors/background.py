@@ -10,7 +10,10 @@ projection of the window that the paper scores, so no pixel-sized SVD is ever co
 
 A frame is scored block by block: the residual image (the frame minus its reconstruction from
 the subspace) is cut into a grid, and each block's log residual energy is z-scored against that
-block's robust statistics over the frames the model learned. A waving tree leaves a large
+block's robust statistics over the frames the model learned. With ``light_invariant``, the
+part of a block's residual that is the block's own picture scaled (a shadow, a cloud, the
+camera's exposure moving in one part of the frame) is left out of its energy: it changes the
+light, not what is there. A waving tree leaves a large
 residual where the tree is, every frame; a person on the lawn leaves one where it is usually
 tiny. The overall brightness is scored apart, since normalising frames to unit length hides it.
 """
@@ -100,7 +103,8 @@ class SubspaceBackground:
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
-                 refit_every: int = 1, blocks: int = 16, region_vote: bool = True):
+                 refit_every: int = 1, blocks: int = 16, region_vote: bool = True,
+                 light_invariant: bool = False):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
@@ -129,6 +133,7 @@ class SubspaceBackground:
         self.inlier_fraction = float(inlier_fraction)
         self.refit_every = max(1, int(refit_every))
         self.region_vote = bool(region_vote)
+        self.light_invariant = bool(light_invariant)
 
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
@@ -138,6 +143,9 @@ class SubspaceBackground:
         self._residuals = np.zeros_like(self.frames_)
         self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
         self.norms_ = np.ones(self.window)                     # length of each frame
+        # Each frame's mean square per block (light_invariant: the scale its light is read on).
+        self.power_ = np.zeros((self.window, self.n_blocks) if light_invariant else (0, 0),
+                               np.float32)
         # Out-of-sample block energies: seed frames' against the other half of the seed, stream
         # frames' against the model that scored them. In-sample residuals of a rank-3 fit
         # understate how much a moving texture varies: with them alone, whether a waving tree
@@ -183,7 +191,7 @@ class SubspaceBackground:
         if norm == 0.0:
             return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
         return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
-                          self.block_energies(outside, norm),
+                          self.block_energies(outside, norm, x),
                           brightness_of(x))
 
     def learn_one(self, x: np.ndarray, *, refit: bool = True,
@@ -202,6 +210,8 @@ class SubspaceBackground:
             self.scored_energies_[slot] = energies
         self.cells_[slot] = self.coarse_picture(x)
         self.norms_[slot] = max(float(np.linalg.norm(x)), 1e-12)
+        if self.light_invariant:
+            self.power_[slot] = self._block_means(x[None] * x[None])[0]
         n = max(self.n_filled_, slot + 1)
         inner = self.frames_[:n] @ x.astype(np.float32, copy=False)
         self.gram_[slot, :n] = inner
@@ -239,6 +249,8 @@ class SubspaceBackground:
         self.frames_[:m] = frames
         self.cells_[:m] = [self.coarse_picture(x) for x in frames]
         self.norms_[:m] = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
+        if self.light_invariant:
+            self.power_[:m] = self._block_means(frames * frames)
         self.gram_[:m, :m] = frames.astype(np.float64) @ frames.T.astype(np.float64)
         self.n_filled_ = m
         self.joined_[:m] = np.arange(m)
@@ -266,7 +278,7 @@ class SubspaceBackground:
             for slot in np.flatnonzero(scored):
                 x = self.frames_[slot]
                 outside = x - basis @ (basis.T @ x)
-                self.scored_energies_[slot] = self.block_energies(outside, np.linalg.norm(x))
+                self.scored_energies_[slot] = self.block_energies(outside, np.linalg.norm(x), x)
                 self.scored_[slot] = True
         self._refresh_statistics()
 
@@ -279,10 +291,22 @@ class SubspaceBackground:
         return means / max(float(means.mean()), 1e-6)
 
     # -- scores ------------------------------------------------------------------------------
-    def block_energies(self, outside: np.ndarray, norm: float) -> np.ndarray:
-        """Log of the root-mean-square of each block of ``outside / norm``: the residual of a
-        frame of length ``norm``, as a share of the unit-length frame."""
-        return self.block_energies_of_rows(outside[None], np.array([max(float(norm), 1e-12)]))[0]
+    def block_energies(self, outside: np.ndarray, norm: float, x: np.ndarray) -> np.ndarray:
+        """Log of the root-mean-square of each block of ``outside / norm``: the residual of
+        the frame ``x``, of length ``norm``, as a share of the unit-length frame (with
+        ``light_invariant``, less its part along the block of ``x``)."""
+        outside, x = outside[None], x[None]
+        squared = self._block_means(outside * outside)
+        if self.light_invariant:
+            squared = self._without_light(squared, self._block_means(outside * x),
+                                          self._block_means(x * x))
+        return self._log_energies(squared, np.array([max(float(norm), 1e-12)]))[0]
+
+    @staticmethod
+    def _without_light(squared: np.ndarray, along: np.ndarray, power: np.ndarray) -> np.ndarray:
+        """Block mean squares less the least-squares part along each block's own picture
+        (``along``: the blocks' mean of residual x picture; ``power``: of picture squared)."""
+        return np.maximum(squared - along * along / np.maximum(power, 1e-12), 0.0)
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
         """z-score of every block's log energy (zeros before the model is ready)."""
@@ -389,16 +413,17 @@ class SubspaceBackground:
 
     def _window_energies(self) -> np.ndarray:
         """Block log energies of every frame of the window against the current subspace."""
-        frames = self.frames_[:self.n_filled_]
-        squared = self._residuals[:self.n_filled_]
-        np.matmul(frames @ self.basis_, self.basis_.T, out=squared)
-        np.subtract(frames, squared, out=squared)
-        np.multiply(squared, squared, out=squared)
-        return self._log_energies(self._block_means(squared), self.norms_[:self.n_filled_])
-
-    def block_energies_of_rows(self, outside: np.ndarray, norms: np.ndarray) -> np.ndarray:
-        """``block_energies`` of many residuals (one a row) at once."""
-        return self._log_energies(self._block_means(outside * outside), norms)
+        n = self.n_filled_
+        frames = self.frames_[:n]
+        outside = self._residuals[:n]
+        np.matmul(frames @ self.basis_, self.basis_.T, out=outside)
+        np.subtract(frames, outside, out=outside)
+        along = self._block_means(outside * frames) if self.light_invariant else None
+        np.multiply(outside, outside, out=outside)
+        squared = self._block_means(outside)
+        if self.light_invariant:
+            squared = self._without_light(squared, along, self.power_[:n])
+        return self._log_energies(squared, self.norms_[:n])
 
     def _log_energies(self, squared_means: np.ndarray, norms: np.ndarray) -> np.ndarray:
         """Block energies from the blocks' mean squared residual of frames of length

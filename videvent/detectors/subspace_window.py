@@ -31,6 +31,9 @@ __all__ = ["METHODS", "SubspaceWindowDetector", "WARMUP"]
 # Against recent frames, not the model's: slow drift never scores, a switched light scores
 # until it is the recent frames' median (half of ``static_after``).
 BRIGHTNESS_SCALE = 0.1
+# With light-invariant blocks the brightness step is the only sign of a light switched: twice as
+# sensitive (development set: the light switched ten times, F1 0.72 at 0.1, 0.78 at 0.05).
+LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.05
 MIN_RECENT = 5
 WARMUP_REFIT_EVERY = 10
 # Share of the blocks still unusual ``static_after`` after a light switched for the model to be
@@ -65,18 +68,23 @@ class SubspaceWindowDetector:
     blocks : the residual image is scored in a grid this many blocks across its long side
     watched : which features of the frame vector are watched (``Preprocessor.watched``: the
         region and masks zero the rest); a block with no watched pixel never scores above 0
+    light_invariant : a block's residual along its own picture (its light scaled: shadows,
+        clouds, exposure) does not count (``background.py``)
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
                  stride: int = 10, warmup: int = 25, static_after: int | None = 125,
                  hot: float = 4.5, refit_every: int = 1, blocks: int = 16,
-                 watched: np.ndarray | None = None):
+                 watched: np.ndarray | None = None, light_invariant: bool = False):
         if static_after is not None and static_after < 1:
             raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
         self.model = SubspaceBackground(
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
-            inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks)
+            inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks,
+            light_invariant=light_invariant)
+        self.brightness_scale = (LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant
+                                 else BRIGHTNESS_SCALE)
         self.frame_shape = self.model.frame_shape
         self.hot = float(hot)
         # Blocks with a watched pixel. The zeros outside a region are explained exactly, but the
@@ -198,7 +206,7 @@ class SubspaceWindowDetector:
         if len(recent) < MIN_RECENT:
             return 0.0
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
-        return abs(brightness - statistics.median(recent)) / BRIGHTNESS_SCALE
+        return abs(brightness - statistics.median(recent)) / self.brightness_scale
 
     def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
                        brightness_score: float):
@@ -206,7 +214,7 @@ class SubspaceWindowDetector:
         norm = max(float(np.linalg.norm(x)), 1e-12)
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
-            lambda image: self._block_z(model.block_energies(image, norm)))
+            lambda image: self._block_z(model.block_energies(image, norm, x)))
         # A light switched: once ``static_after`` has passed since the brightness stepped, a
         # frame still unusual in many places is the new scene, moving parts and all.
         if self._since_light_switch is not None:
@@ -254,7 +262,7 @@ class SubspaceWindowDetector:
         """A picture while darkness is the background: as unusual as it is bright (or as its
         brightness stepped against the recent frames), and not learned until it settles."""
         brightness = brightness_of(x)
-        score = max(abs(brightness - self.dark.dark_brightness_) / BRIGHTNESS_SCALE,
+        score = max(abs(brightness - self.dark.dark_brightness_) / self.brightness_scale,
                     self._brightness_step(brightness))
         self.recent.add(x, brightness)
         self._previous_verdict = (1.0, score)
