@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -167,6 +168,27 @@ def test_sigterm_stops_run_and_export_cleanly_and_a_crash_is_cleaned_up(tmp_path
     assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
     assert run_cli("export", out, "-q", "--no-video").returncode == 0
     assert leftovers(tmp_path) == [not_ours]
+
+
+def test_the_staging_folder_of_a_killed_process_not_yet_reaped_is_removed(tmp_path):
+    # Killed with its whole process group, a batch's worker can stay a zombie for a while:
+    # it writes nothing more, so its staging folder is a leftover like any other.
+    out = tmp_path / "result"
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+    zombie = subprocess.Popen(["sleep", "60"])
+    zombie.kill()
+    try:
+        deadline = time.monotonic() + 10
+        while (Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0]
+               != "Z" and time.monotonic() < deadline):
+            time.sleep(0.01)
+        crashed = tmp_path / f".result.{zombie.pid}-z1.partial"
+        crashed.mkdir()
+        (crashed / ".videvent-result").write_text((out / ".videvent-result").read_text())
+        assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+        assert not crashed.exists()
+    finally:
+        zombie.wait()
 
 
 def test_sigterm_stops_a_batch_and_leaves_no_staging_folder(tmp_path, long_clip):

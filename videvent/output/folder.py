@@ -121,7 +121,13 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's process
         return True
-    return True
+    # A killed process stays in the table as a zombie until its parent (or init) reaps it,
+    # which can take a while after a whole process group was killed: it writes nothing more.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True   # no /proc (not Linux), or it ended meanwhile: the safe answer
 
 
 def _made_here(folder: Path) -> bool:
