@@ -183,11 +183,11 @@ class SubspaceWindowDetector:
                 # Scored from the first seconds, so that someone in view from the start is
                 # found; but a model of a second of frames has not seen a tree's gusts yet, so
                 # its scores count for the share of the warm-up it has seen.
-                score *= min(1.0, self.schedule.learned_ / self.warmup)
+                score *= self.schedule.learned_ / self.warmup
         learned = self.schedule.should_learn()
         if learned:
-            # While warming up nothing is scored: a refit every few frames, and one as the
-            # warm-up ends, give the same model for the first scored frame at a tenth the cost.
+            # While warming up, a refit every few frames (and one as the warm-up ends) keeps
+            # the model close to one refitted at every frame, at a tenth the cost.
             learned_so_far = self.schedule.learned_
             model.learn_one(x, refit=learned_so_far >= self.warmup
                             or learned_so_far % WARMUP_REFIT_EVERY == 0,

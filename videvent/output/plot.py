@@ -3,7 +3,8 @@
 Top: the residual of every frame against the background subspace (what the paper plots).
 Bottom: the score the events come from, with the thresholds. Events are shaded in both;
 the moments the detector absorbed a lasting change and the blank, frozen or corrupt frames
-are marked, the warm-up (scores damped while the model learns) hatched; the time in seconds runs along the top.
+are marked, the warm-up (scores damped while the model learns) hatched; the time in seconds
+runs along the top.
 Drawn from ``scores.csv`` and the event list, so it can be redrawn without the video.
 """
 
