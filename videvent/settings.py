@@ -210,8 +210,7 @@ WATCH_SPECS: dict[str, Spec] = {
                  "HOST[:PORT] (port 1883 by default).", optional=True, metavar="HOST[:PORT]"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
 }
-WATCH_DEFAULTS: dict[str, Any] = {"on_event": None, "webhook": None, "serve": None,
-                                  "serve_token": None, "mqtt": None, "mqtt_prefix": "videvent"}
+WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent"}
 ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
 
 
@@ -304,14 +303,18 @@ def load_config(path: str | Path) -> dict:
     return _table_settings(table, f"config file '{path}'", Path(path).parent)
 
 
-def _table_settings(table: dict, where: str, folder: Path) -> dict:
+def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True) -> dict:
     """The settings of one TOML table, checked (files named in it are found in ``folder``);
-    tables inside it are left to their readers."""
+    tables inside it are left to their readers. ``watch``: the table may hold the whole
+    watch's settings (``WATCH_SPECS``), not only a detection's (a camera's table may not)."""
     values = {}
     for key, value in table.items():
         if isinstance(value, dict):
             continue  # other commands' tables
         name = key.replace("-", "_")
+        if name in WATCH_SPECS and not watch:
+            raise ValueError(f"{where}: '{key}' is the whole watch's, not one camera's: put "
+                             f"it above the [cameras.NAME] tables")
         if name not in ALL_SPECS:
             raise ValueError(f"{where}: unknown setting '{key}'")
         value = never_to_none(name, value) if name in SPECS else value
@@ -359,9 +362,5 @@ def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
         if isinstance(source, bool) or not isinstance(source, (str, int)) or source == "":
             raise ValueError(f"{where} has no source (a stream URL, a camera number or a file)")
         own = {key: value for key, value in table.items() if key != "source"}
-        for key in own:
-            if key.replace("-", "_") in WATCH_SPECS:
-                raise ValueError(f"{where}: '{key}' is the whole watch's, not one camera's: "
-                                 f"put it above the [cameras.NAME] tables")
-        found[name] = (source, _table_settings(own, where, Path(path).parent))
+        found[name] = (source, _table_settings(own, where, Path(path).parent, watch=False))
     return found

@@ -242,7 +242,7 @@ def _serve_address(value: str | None) -> tuple[str, int] | None:
     """``--serve`` (or the config file's ``serve``) as (host, port)."""
     if value is None:
         return None
-    host, _, port = str(value).rpartition(":")
+    host, _, port = value.rpartition(":")
     if not port.isdigit() or int(port) > 65535:
         raise click.UsageError(f"--serve: expected [HOST:]PORT (PORT 0: any free port), got "
                                f"{value!r}")
