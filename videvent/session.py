@@ -219,7 +219,7 @@ class Session:
         self.frames_read = self.frames_scored = self.events_completed = 0
         # The source's fingerprint, taken as its first frames arrive (a live summary is
         # rewritten at every event's end).
-        self.fingerprint: list[list[float] | None] = []
+        self.source_fingerprint: list[list[float] | None] = []
         self._pending: deque = deque()   # (frame, score) not yet decided by the segmenter
         self._open: Event | None = None  # the event whose core the last frames were in
         self._log = None
@@ -241,8 +241,8 @@ class Session:
         self.problems.add(score)
         self.warmup.add(score)
         self.frames_scored += score.status == FrameStatus.OK
-        if len(self.fingerprint) < FINGERPRINT_FRAMES:
-            self.fingerprint += fingerprint([vector], self.run.frame_shape)
+        if len(self.source_fingerprint) < FINGERPRINT_FRAMES:
+            self.source_fingerprint += fingerprint([vector], self.run.frame_shape)
         self._pending.append((frame, score))
         self._decided(self.segmenter.update(frame.index, frame.time_s, score.score,
                                             absorbed=score.absorbed))
@@ -336,7 +336,7 @@ class Session:
             "working_width": width, "working_height": height, "first_frame": run.start,
             "absorb_after_frames": run.detector.static_after,
             "seed_frames": run.detector.seeded_,
-            "fingerprint": list(self.fingerprint),
+            "fingerprint": list(self.source_fingerprint),
         }
         if self.live:
             record["live"] = True
