@@ -236,15 +236,41 @@ def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles(
     assert (scores[settled + 1:] < 4.5).all()           # and is the background from then on
 
 
-def test_the_light_coming_back_on_the_scene_the_model_knows_is_no_lasting_event():
+def test_the_light_coming_back_on_the_scene_the_model_knows_is_a_short_event():
+    """The switch is an event at most while the brightness still moves (``settle_frames``),
+    then the model, which knows the scene, explains it: nothing is rebuilt or absorbed."""
     rng = np.random.default_rng(14)
     frames = scene(rng, 260)
     frames[100:160] = 0                                 # lights off for longer than static_after
-    detector = Detector(window=30, static_after=40, warmup=10)
+    detector = Detector(window=30, static_after=40, warmup=10, settle_frames=5)
     results = [detector.process_frame(i, i / 10, x.ravel(), BLANK if 100 <= i < 160 else "ok")
                for i, x in enumerate(frames)]
     scores = scores_of(results)
-    assert (scores[160:] < 4.5).all() and not any(r.absorbed for r in results)
+    assert (scores[166:] < 4.5).all()
+    assert not any(r.absorbed for r in results)
+
+
+def test_a_light_switched_on_lasts_until_the_cameras_exposure_settles():
+    """The light comes back after a short darkness and the camera's exposure overshoots, then
+    settles: one event through the overshoot, none after. The same swing with no switch
+    before it (the camera alone) is no event."""
+    rng = np.random.default_rng(16)
+    frames = scene(rng, 330)
+    swing = (1 + 0.1 * np.exp(-np.arange(60) / 8)).astype(np.float32)[:, None, None]
+    frames[100:130] = 0                                     # 3 s of darkness
+    frames[130:190] *= swing                                # the light back, exposure settling
+    frames[250:310] *= swing                                # the camera swings by itself
+    detector = Detector(window=30, static_after=40, warmup=10, settle_frames=5)
+    results = [detector.process_frame(i, i / 10, x.ravel(), BLANK if 100 <= i < 130 else "ok")
+               for i, x in enumerate(frames)]
+    scores = scores_of(results)
+    motion = np.abs(np.diff(np.log(swing.ravel()[::-1]))[::-1])        # one frame's
+    moving = np.convolve(motion, np.ones(5))[4:len(motion)]           # over 5 frames
+    settled = 130 + 5 + int(np.argmax(moving < 0.02))
+    assert 135 < settled < 150
+    assert (scores[130:settled - 1] >= 4.5).all()
+    assert (scores[settled + 1:250] < 4.5).all()
+    assert (scores[250:] < 4.5).all()
 
 
 def test_blocks_outside_the_watched_area_never_raise_the_score():

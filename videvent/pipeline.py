@@ -42,6 +42,9 @@ READ_AHEAD = 32
 # The model learns every frame of its first three seconds (unseeded: a live source), then one
 # frame in every stride; fewer give statistics that the next gust of wind overturns.
 WARMUP_SECONDS = 3.0
+# A switched light has settled when the brightness held for this long (the detector's
+# ``SETTLED_MOTION``).
+SETTLE_SECONDS = 0.5
 # A seed is read as short runs of consecutive frames: a run costs one seek.
 SEED_GROUP = 4
 # Everything a run or an export writes into a result folder (event clips aside, whose names
@@ -71,7 +74,8 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         warmup=max(1, round(fps * WARMUP_SECONDS)),
         static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
         refit_every=settings.refit_every, blocks=settings.blocks, watched=watched,
-        light_invariant=settings.light_invariant)
+        light_invariant=settings.light_invariant,
+        settle_frames=max(1, round(fps * SETTLE_SECONDS)))
 
 
 def seed_detector(run: "Pass") -> int:

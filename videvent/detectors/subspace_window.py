@@ -16,6 +16,7 @@ stands still, unless the model knows it (the light came back on the scene it had
 from __future__ import annotations
 
 import statistics
+from collections import deque
 
 import numpy as np
 
@@ -42,6 +43,12 @@ WARMUP_REFIT_EVERY = 10
 LIGHT_CHANGE_SHARE = 0.25
 # A block whose mean brightness moved by more than this (log: 5%) with the frame's has been lit.
 LIT_BLOCK_CHANGE = 0.05
+# After a light switched (a brightness step, or darkness), the camera's exposure swings for a
+# second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
+# ``settle_frames``. Until then a frame scores the low threshold times its brightness motion
+# over this, so the event ends as the light settles (development set: a light switched on is
+# labelled through the exposure's overshoot).
+SETTLED_MOTION = 0.02
 
 
 class SubspaceWindowDetector:
@@ -70,13 +77,16 @@ class SubspaceWindowDetector:
         region and masks zero the rest); a block with no watched pixel never scores above 0
     light_invariant : a block's residual along its own picture (its light scaled: shadows,
         clouds, exposure) does not count (``background.py``)
+    settle_frames : frames over which the brightness must hold (``SETTLED_MOTION``) for a
+        switched light to have settled
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
                  stride: int = 10, warmup: int = 25, static_after: int | None = 125,
                  hot: float = 4.5, refit_every: int = 1, blocks: int = 16,
-                 watched: np.ndarray | None = None, light_invariant: bool = False):
+                 watched: np.ndarray | None = None, light_invariant: bool = False,
+                 settle_frames: int = 12):
         if static_after is not None and static_after < 1:
             raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
         self.model = SubspaceBackground(
@@ -107,6 +117,10 @@ class SubspaceWindowDetector:
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
         self.seeded_ = 0                                  # frames the model was seeded with
         self._since_light_switch: int | None = None
+        self.settle_frames = max(1, int(settle_frames))
+        self._settling = False                          # a switched light has not settled yet
+        # Brightness of the last frames with a picture, to tell how fast it still moves.
+        self._brightness_trail: deque[float] = deque(maxlen=self.settle_frames + 1)
         self._previous_verdict = (0.0, 0.0)
 
     # -- for the pipeline --------------------------------------------------------------------
@@ -134,8 +148,12 @@ class SubspaceWindowDetector:
         block z-scores to the verdict (for heat maps and boxes; no extra model is involved).
         """
         if health in (BLANK, CORRUPT):
-            if health == BLANK and self.dark is not None:
-                self.dark.blank(brightness_of(x))
+            if health == BLANK:
+                # The light went out (or the camera glitched): the next picture may be a new
+                # light, which settles.
+                self._settling = True
+                if self.dark is not None:
+                    self.dark.blank(brightness_of(x))
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
         if health == FROZEN:
@@ -202,11 +220,24 @@ class SubspaceWindowDetector:
 
     # -- the policy's decisions --------------------------------------------------------------
     def _brightness_step(self, brightness: float) -> float:
-        recent = self.recent.brightness
+        """How far the frame's brightness stepped from the recent frames', or, while a
+        switched light settles, how fast it still moves (see ``SETTLED_MOTION``)."""
+        recent, trail = self.recent.brightness, self._brightness_trail
+        trail.append(brightness)
         if len(recent) < MIN_RECENT:
             return 0.0
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
-        return abs(brightness - statistics.median(recent)) / self.brightness_scale
+        step = abs(brightness - statistics.median(recent)) / self.brightness_scale
+        self._settling |= step >= self.hot
+        if self._settling and len(trail) == trail.maxlen:
+            motion = abs(brightness - trail[0])
+            if motion < SETTLED_MOTION:
+                self._settling = False
+            else:
+                # The low threshold where the light counts as settled, rising above it as
+                # a brightness step does.
+                step = max(step, self.hot + (motion - SETTLED_MOTION) / self.brightness_scale)
+        return step
 
     def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
                        brightness_score: float):
