@@ -253,7 +253,8 @@ def test_a_webhook_that_is_not_an_http_url_is_refused_up_front(tmp_path, url):
 def test_a_config_file_webhook_or_dashboard_address_is_checked_up_front(tmp_path):
     walker = sample("walker")[0]
     for line, said in (('webhook = "ftp://host/x"', "http:// or https://"),
-                       ('serve = "localhost:http"', "[HOST:]PORT"),
+                       ('serve = "localhost:http"', "--serve: expected [HOST:]PORT"),
+                       ('mqtt = "localhost:0"', "--mqtt: 'localhost:0': the port must be"),
                        (f'[cameras.a]\nsource = "{walker}"\nmqtt = "localhost"',
                         "'mqtt' is the whole watch's, not one camera's")):
         config = tmp_path / "watch.toml"

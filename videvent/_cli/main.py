@@ -215,37 +215,22 @@ def check_display() -> None:
                                "--show, or follow the session in report.html and the alerts")
 
 
-def _webhook(value: str | None) -> str | None:
-    """``--webhook`` (or the config file's ``webhook``), checked before anything starts."""
-    from ..alerts import check_webhook
-
-    try:
-        return None if value is None else check_webhook(value)
-    except ValueError as error:
-        raise click.UsageError(f"--webhook: {error}") from None
-
-
-def _mqtt_address(text: str | None) -> tuple[str, int] | None:
-    """``--mqtt`` (or the config file's ``mqtt``) as (host, port), checked before anything
-    starts: a usage error (one line) when it is not HOST[:PORT]."""
-    if text is None:
-        return None
-    from ..output.mqtt import parse_mqtt_address
-
-    try:
-        return parse_mqtt_address(text)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
-
-
-def _serve_address(value: str | None) -> tuple[str, int] | None:
-    """``--serve`` (or the config file's ``serve``) as (host, port)."""
+def _parsed(option: str, parse, value: str | None):
+    """A watch setting (the option, or its config file key) parsed before anything starts:
+    None when unset, a one-line usage error that names it when ``parse`` refuses it."""
     if value is None:
         return None
+    try:
+        return parse(value)
+    except ValueError as error:
+        raise click.UsageError(f"{option}: {error}") from None
+
+
+def _serve_address(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` -> (host, port); the host is 127.0.0.1 unless one is given."""
     host, _, port = value.rpartition(":")
     if not port.isdigit() or int(port) > 65535:
-        raise click.UsageError(f"--serve: expected [HOST:]PORT (PORT 0: any free port), got "
-                               f"{value!r}")
+        raise ValueError(f"expected [HOST:]PORT (PORT 0: any free port), got {value!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
@@ -279,7 +264,9 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     -dt/--duration (e.g. 10m, 1h30m or 00:10:00) and --max-frames stop it on their own.
     --serve 8080 shows every camera, its score and its events on a live web page.
     """
+    from ..alerts import check_webhook
     from ..cameras import name_cameras
+    from ..output.mqtt import parse_mqtt_address
     from ..settings import load_cameras
 
     # With one camera, regions drawn on the dashboard are saved to its (first) -R file, which
@@ -288,7 +275,9 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     settings = settings_from(options)
     if show:
         check_display()
-    webhook, served_at, broker = _webhook(webhook), _serve_address(serve), _mqtt_address(mqtt)
+    webhook = _parsed("--webhook", check_webhook, webhook)
+    served_at = _parsed("--serve", _serve_address, serve)
+    broker = _parsed("--mqtt", parse_mqtt_address, mqtt)
     config = click.get_current_context().meta.get(CONFIG_PATH)
     try:
         cameras = name_cameras(sources, settings, load_cameras(config) if config else {})

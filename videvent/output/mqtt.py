@@ -76,10 +76,10 @@ def parse_mqtt_address(text: str) -> tuple[str, int]:
         port_text = None
     if port_text is not None:
         if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"--mqtt {text!r}: the port must be a number from 1 to 65535")
+            raise ValueError(f"{text!r}: the port must be a number from 1 to 65535")
         port = int(port_text)
     if not host or any(c.isspace() or c in "/?#@" for c in host):
-        raise ValueError(f"--mqtt {text!r}: expected HOST or HOST:PORT (e.g. localhost:1883)")
+        raise ValueError(f"{text!r}: expected HOST or HOST:PORT (e.g. localhost:1883)")
     return host, port
 
 
