@@ -71,12 +71,14 @@ class Assessment:
     residual_image: the frame minus its reconstruction (grey levels, same length as the frame)
     block_energies: log root-mean-square residual of each block of the unit-length frame
     brightness: log of the frame's mean pixel
+    norm: the frame's length (worked out once a frame, see ``score_one``)
     """
 
     residual: float
     residual_image: np.ndarray
     block_energies: np.ndarray
     brightness: float
+    norm: float
 
 
 def brightness_of(x: np.ndarray) -> float:
@@ -175,10 +177,12 @@ class SubspaceBackground:
         return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
 
     # -- river-style API ---------------------------------------------------------------------
-    def score_one(self, x: np.ndarray, ignore: np.ndarray | None = None) -> Assessment:
+    def score_one(self, x: np.ndarray, ignore: np.ndarray | None = None,
+                  norm: float | None = None) -> Assessment:
         """Compare ``x`` with the model; ``ignore`` (a mask of blocks) leaves those blocks out
         of the fit of ``x`` to the subspace, so that an object there does not spread into the
-        residual of the rest of the frame (a robust projection)."""
+        residual of the rest of the frame (a robust projection). ``norm``: the length of ``x``
+        when an earlier assessment of it has it."""
         coefficients = self.basis_.T @ x
         if ignore is not None and ignore.any() and not ignore.all():
             kept = ~ignore[self.pixel_block_.ravel()]
@@ -187,15 +191,15 @@ class SubspaceBackground:
             if np.linalg.cond(gram) < 1e6:
                 coefficients = np.linalg.solve(gram, basis.T @ x[kept])
         outside = x - self.basis_ @ coefficients
-        norm = float(np.linalg.norm(x))
+        if norm is None:
+            norm = float(np.linalg.norm(x))
         if norm == 0.0:
-            return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0)
+            return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0, 0.0)
         return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
-                          self.block_energies(outside, norm, x),
-                          brightness_of(x))
+                          self.block_energies(outside, norm, x), brightness_of(x), norm)
 
     def learn_one(self, x: np.ndarray, *, refit: bool = True,
-                  energies: np.ndarray | None = None) -> None:
+                  energies: np.ndarray | None = None, norm: float | None = None) -> None:
         """``x`` joins the window, in place of the oldest frame the last refit outvoted (or the
         oldest, see ``MAX_AGE_IN_WINDOWS``; pinned frames stay); the subspace is
         refitted when ``refit_every`` frames have joined (never with ``refit=False``, but for
@@ -209,7 +213,7 @@ class SubspaceBackground:
         if energies is not None:
             self.scored_energies_[slot] = energies
         self.cells_[slot] = self.coarse_picture(x)
-        self.norms_[slot] = max(float(np.linalg.norm(x)), 1e-12)
+        self.norms_[slot] = max(float(np.linalg.norm(x)) if norm is None else norm, 1e-12)
         if self.light_invariant:
             self.power_[slot] = self._block_means(x[None] * x[None])[0]
         n = max(self.n_filled_, slot + 1)

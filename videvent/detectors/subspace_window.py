@@ -182,7 +182,7 @@ class SubspaceWindowDetector:
             ignore |= z >= max(self.hot, 0.5 * float(z.max()))
             if not ignore.any() or ignore.all():
                 break
-            assessment = model.score_one(x, ignore=ignore)
+            assessment = model.score_one(x, ignore=ignore, norm=assessment.norm)
             z = self._block_z(assessment.block_energies)
         residual_image = assessment.residual_image
         brightness_score = self._brightness_step(assessment.brightness)
@@ -190,7 +190,7 @@ class SubspaceWindowDetector:
             z, residual_image, absorbed = self._absorb_static(x, z, assessment, brightness_score)
             rebuilt |= absorbed
             if absorbed:
-                assessment = model.score_one(x)
+                assessment = model.score_one(x, norm=assessment.norm)
                 z = self._block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
         self.recent.add(x, assessment.brightness)
@@ -209,7 +209,8 @@ class SubspaceWindowDetector:
             learned_so_far = self.schedule.learned_
             model.learn_one(x, refit=learned_so_far >= self.warmup
                             or learned_so_far % WARMUP_REFIT_EVERY == 0,
-                            energies=None if warming_up else assessment.block_energies)
+                            energies=None if warming_up else assessment.block_energies,
+                            norm=assessment.norm)
         self._previous_verdict = (assessment.residual, score)
         explanation = {}
         if model.ready and (explain is True or (explain is not False and score >= explain)):
@@ -242,7 +243,7 @@ class SubspaceWindowDetector:
     def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
                        brightness_score: float):
         model = self.model
-        norm = max(float(np.linalg.norm(x)), 1e-12)
+        norm = max(assessment.norm, 1e-12)
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
             lambda image: self._block_z(model.block_energies(image, norm, x)))
