@@ -1,4 +1,5 @@
-"""Shared helpers: the bundled sample clips, the shared WavingTrees set, running the CLI."""
+"""Shared helpers: the bundled sample clips, the shared WavingTrees set and development set,
+running the CLI."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_videos"
 WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
+DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
 
 
 def sample(name: str) -> tuple[Path, dict]:
@@ -39,3 +41,12 @@ def waving_trees() -> Path:
     if not frames.is_dir():
         pytest.skip("the shared WavingTrees sequence is not here (../shared/datasets/waving_trees)")
     return WAVING_TREES
+
+
+def devset_clip(name: str) -> tuple[Path, dict]:
+    """A clip of the shared development set and its labels (skips when the set is absent)."""
+    index = DEVSET / "clips.json"
+    if not index.is_file():
+        pytest.skip("the shared development set is not here (../shared/datasets/devset)")
+    clip = json.loads(index.read_text())[name]
+    return DEVSET / clip["folder"] / clip["source"], clip

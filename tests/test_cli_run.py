@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import run_cli, sample, truth_mask
+from conftest import devset_clip, run_cli, sample, truth_mask
 from videvent.output import read_scores
 
 SCORE_HEADER = "frame,time_s,timecode,residual,score,flagged,event,status,admitted,absorbed"
@@ -137,6 +137,20 @@ def test_waving_trees_default_settings(tmp_path, waving_trees, span):
     flagged = np.flatnonzero(scores["flagged"])
     assert set(range(243, 259)) <= set(flagged)
     assert flagged.min() >= 240 and flagged.max() <= 262
+
+
+def test_a_light_switched_on_in_real_footage_is_one_event_through_the_exposure_swing(tmp_path):
+    """The development set's closet, its light switched off and on ten times: each switch-on
+    is flagged through the camera's exposure and white balance settling after it (labelled),
+    not only while the light fades in; little is flagged outside the labelled switches and
+    the frames either call is right for."""
+    path, clip = devset_clip("beweging_alternating_light2")
+    _, scores, _ = run_and_read(tmp_path, path)
+    flagged = scores["flagged"]
+    for first, last in clip["light_switch"]["on"]:
+        assert flagged[first:last + 1].mean() >= 0.9, (first, last)
+    either = truth_mask(clip["event_frames"] + clip["uncertain"], clip["frames"])
+    assert (flagged & ~either).sum() <= 10
 
 
 def test_outputs_are_complete_and_described(tmp_path):
