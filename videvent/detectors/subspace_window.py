@@ -10,7 +10,8 @@ file, ``seed`` can build the model first from frames spread over the whole video
 batch setting). Blocks whose change has lasted and stopped moving become background on their
 own; a change of the whole scene (a light) rebuilds the model from the recent frames. After a
 lasting darkness (blank frames), darkness is the background: a picture is an event until it
-stands still, unless the model knows it (the light came back on the scene it had).
+stands still, unless the model knows it (the light came back on the scene it had). A switched
+light stays an event until the camera's exposure has settled after it.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ LIGHT_CHANGE_SHARE = 0.25
 LIT_BLOCK_CHANGE = 0.05
 # After a light switched (a brightness step, or darkness), the camera's exposure swings for a
 # second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
-# ``settle_frames``. Until then a frame scores the low threshold times its brightness motion
-# over this, so the event ends as the light settles (development set: a light switched on is
-# labelled through the exposure's overshoot).
+# ``settle_frames``. Until then a frame scores at least the low threshold (more as the motion
+# grows, as a brightness step does), so the one event goes on while the light settles
+# (development set: a light switched on is labelled through the exposure's overshoot; the
+# closet's ten switches F1 0.85 without this, 0.97 with it).
 SETTLED_MOTION = 0.02
 
 
