@@ -285,13 +285,21 @@ def load_config(path: str | Path) -> dict:
     Raises ValueError (one line) for unreadable files, TOML errors, unknown keys and values
     a setting cannot take.
     """
+    return _document_settings(_read_toml(path), path)
+
+
+def _read_toml(path: str | Path) -> dict:
     try:
         with open(path, "rb") as handle:
-            document = tomllib.load(handle)
+            return tomllib.load(handle)
     except OSError as error:
         raise ValueError(f"cannot read config file '{path}': {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"config file '{path}' is not valid TOML: {error}") from None
+
+
+def _document_settings(document: dict, path: str | Path) -> dict:
+    """``load_config`` on a file already read."""
     table = document.get("run", document)
     if not isinstance(table, dict):
         raise ValueError(f"config file '{path}': [run] must be a table")
@@ -343,9 +351,8 @@ def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
     folder, a key of the whole watch (``WATCH_SPECS``) in a camera's table, and the errors of
     ``load_config``.
     """
-    load_config(path)   # the file's own errors first, and its global settings' checks
-    with open(path, "rb") as handle:
-        document = tomllib.load(handle)
+    document = _read_toml(path)
+    _document_settings(document, path)  # the file's global settings' errors first
     cameras = document.get("cameras", {})
     if not isinstance(cameras, dict):
         raise ValueError(f"config file '{path}': 'cameras' must be a table of [cameras.NAME] "
