@@ -17,7 +17,6 @@ light stays an event until the camera's exposure has settled after it.
 from __future__ import annotations
 
 import statistics
-from collections import deque
 
 import numpy as np
 
@@ -113,16 +112,17 @@ class SubspaceWindowDetector:
         self.schedule = LearningSchedule(stride, self.warmup)
         self.regions = StaticRegions(self.frame_shape, self.model.grid,
                                      static_after=static_after or 1, hot=hot)
-        self.recent = RecentFrames(min(window, max(static_after or 0, MIN_RECENT)))
+        self.settle_frames = max(1, int(settle_frames))
+        # The recent frames are what a rebuild starts from, and their brightness tells how
+        # fast it still moves (``settle_frames`` back).
+        self.recent = RecentFrames(max(min(window, max(static_after or 0, MIN_RECENT)),
+                                       self.settle_frames))
         # A picture coming out of a lasting darkness settles over a warm-up's length.
         self.dark = None if static_after is None else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
         self.seeded_ = 0                                  # frames the model was seeded with
         self._since_light_switch: int | None = None
-        self.settle_frames = max(1, int(settle_frames))
         self._settling = False                          # a switched light has not settled yet
-        # Brightness of the last frames with a picture, to tell how fast it still moves.
-        self._brightness_trail: deque[float] = deque(maxlen=self.settle_frames + 1)
         self._previous_verdict = (0.0, 0.0)
 
     # -- for the pipeline --------------------------------------------------------------------
@@ -225,15 +225,14 @@ class SubspaceWindowDetector:
     def _brightness_step(self, brightness: float) -> float:
         """How far the frame's brightness stepped from the recent frames', or, while a
         switched light settles, how fast it still moves (see ``SETTLED_MOTION``)."""
-        recent, trail = self.recent.brightness, self._brightness_trail
-        trail.append(brightness)
+        recent = self.recent.brightness
         if len(recent) < MIN_RECENT:
             return 0.0
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
         step = abs(brightness - statistics.median(recent)) / self.brightness_scale
         self._settling |= step >= self.hot
-        if self._settling and len(trail) == trail.maxlen:
-            motion = abs(brightness - trail[0])
+        if self._settling and len(recent) >= self.settle_frames:
+            motion = abs(brightness - recent[-self.settle_frames])
             if motion < SETTLED_MOTION:
                 self._settling = False
             else:
