@@ -40,7 +40,23 @@ def reference_segment(scores, absorbed, threshold, threshold_low=None, min_lengt
             merged[-1][1:] = [end, ended_by_absorption]
         else:
             merged.append([start, end, ended_by_absorption])
-    kept = [core for core in merged if core[1] - core[0] + 1 >= min_length]
+    # Lead-in: frames >= low just before a core's first frame, up to pre_roll of them, none
+    # across an absorbed frame, after the previous core's merge gap (unless an absorption
+    # closed it) and after the previous kept core's post-roll.
+    kept = []
+    previous_end = None
+    for core in merged:
+        start = core[0]
+        while (start - 1 >= 0 and core[0] - (start - 1) <= pre_roll and scores[start - 1] >= low
+               and not absorbed[start]
+               and (previous_end is None or start - 1 > previous_end + merge_gap
+                    or absorbed[previous_end + 1:start].any())
+               and (not kept or start - 1 > kept[-1][1] + post_roll)):
+            start -= 1
+        core[0] = start
+        previous_end = core[1]
+        if core[1] - core[0] + 1 >= min_length:
+            kept.append(core)
 
     events = []
     flagged = np.zeros(n, bool)
@@ -61,8 +77,9 @@ def reference_segment(scores, absorbed, threshold, threshold_low=None, min_lengt
 def run_stream(indices, times, scores, absorbed, **params):
     """Drive EventSegmenter frame by frame, checking the streaming contract on the way."""
     segmenter = EventSegmenter(**params)
-    # Documented: every frame is decided within merge_gap + min_length - 1 frames.
-    lag_bound = segmenter.merge_gap + segmenter.min_length - 1
+    # Documented: every frame is decided within max(pre_roll, merge_gap + min_length - 1)
+    # frames.
+    lag_bound = max(segmenter.pre_roll, segmenter.merge_gap + segmenter.min_length - 1)
     decided = []
     undecided = set()
     popped = []
@@ -165,6 +182,26 @@ def test_hysteresis_keeps_event_through_dip_and_ends_below_low():
     # Without hysteresis the dip splits the event.
     events, _ = segment(scores, threshold=4)
     assert cores(events) == [(1, 1), (4, 4), (6, 6)]
+
+
+def test_event_rising_through_the_low_threshold_starts_where_it_does():
+    # Both-way hysteresis: the frames above threshold_low just before the first frame above
+    # threshold are the event's lead-in (at most pre_roll of them), and the pre-roll pads
+    # from there.
+    scores = [0, 3, 3, 3, 3, 5, 5, 0]
+    events, flagged = segment(scores, threshold=4, threshold_low=2, pre_roll=3)
+    assert cores(events) == [(2, 6)] and spans(events) == [(0, 6)]
+    assert flagged.tolist() == [False, False, True, True, True, True, True, False]
+    # Without a pre-roll there is no lead-in; a dip below threshold_low cuts it short.
+    assert cores(segment(scores, threshold=4, threshold_low=2)[0]) == [(5, 6)]
+    assert cores(segment([3, 3, 1, 3, 5], threshold=4, threshold_low=2, pre_roll=9)[0]) == [(3, 4)]
+
+
+def test_lead_in_never_reaches_into_the_previous_event():
+    scores = [5, 0, 3, 3, 3, 3, 5, 0]
+    events, _ = segment(scores, threshold=4, threshold_low=2, post_roll=2, pre_roll=5)
+    # Frames 1-2 are the first event's post-roll; the lead-in of the second starts after it.
+    assert cores(events) == [(0, 0), (3, 6)] and spans(events) == [(0, 2), (3, 7)]
 
 
 def test_scores_between_thresholds_do_not_start_an_event():

@@ -5,7 +5,10 @@ segmenter reads those scores in frame order and cuts them into events:
 
 * Hysteresis: a *run* starts at a frame scoring ``>= threshold`` and continues
   while frames score ``>= threshold_low``.  NaN (an unscorable frame) counts as
-  below ``threshold_low``.
+  below ``threshold_low``.  Both ways, as in Canny's edge hysteresis: the frames
+  scoring ``>= threshold_low`` just before the run's first frame belong to it too
+  (its *lead-in*: an event rising through the low threshold starts where it does),
+  as far back as ``pre_roll`` frames and never into the previous event's span.
 * Merging: two runs with fewer than ``merge_gap`` frames between them become
   one event, and the frames between them join its *core*.  Frames missing from
   the stream (skipped indices, e.g. frames dropped by a live source) count as
@@ -24,8 +27,8 @@ segmenter reads those scores in frame order and cuts them into events:
 
 Memory is bounded in the video length: the segmenter keeps at most one growing
 event, one event waiting for its post-roll, the undecided frames (fewer than
-``merge_gap + min_length``) and the times of the last ``pre_roll`` frames, besides
-the completed events (none once handed out, with ``keep_events=False``).
+``max(pre_roll, merge_gap + min_length)``) and the times of the last ``2 * pre_roll``
+frames, besides the completed events (none once handed out, with ``keep_events=False``).
 """
 
 from __future__ import annotations
@@ -107,8 +110,8 @@ class EventSegmenter:
     Feed frames in increasing index order with :meth:`update`, then call
     :meth:`finish`.  Both return :class:`FrameDecision` objects for the frames
     whose flagged status became final, in index order, each frame exactly once.
-    A frame is decided within ``merge_gap + min_length - 1`` frames after it
-    arrives (immediately with the defaults).  Events appear in :attr:`events`
+    A frame is decided within ``max(pre_roll, merge_gap + min_length - 1)`` frames
+    after it arrives (immediately with the defaults).  Events appear in :attr:`events`
     once their post-roll has been seen, or at :meth:`finish`.
     """
 
@@ -146,7 +149,11 @@ class EventSegmenter:
         self._waiting: _OpenEvent | None = None  # kept, core final, waiting for its post-roll
         self._in_run = False  # the last frame seen belongs to a run of the candidate
         self._undecided: deque[int] = deque()  # frames of the candidate not yet decided
-        self._recent: deque[tuple[int, float]] = deque()  # (index, time) within pre_roll
+        # Frames >= threshold_low since the last frame below it, while no event is open: a
+        # run starting next takes them in (at most pre_roll of them, all undecided).
+        self._lead_in: deque[int] = deque()
+        # (index, time) within 2 * pre_roll: an event's start is pre_roll before its lead-in.
+        self._recent: deque[tuple[int, float]] = deque()
         self._last_index: int | None = None
         self._finished = False
 
@@ -174,12 +181,20 @@ class EventSegmenter:
         if candidate is not None and not self._in_run:
             if absorbed or index > candidate.core_end + self.merge_gap:
                 decisions += self._close_candidate()
+        if self._lead_in and (absorbed or not contiguous or not score >= self.threshold_low):
+            # Nothing leads into a run across a dip, a hole or an absorption.
+            decisions += [FrameDecision(i, False, None) for i in self._lead_in]
+            self._lead_in.clear()
 
         self._remember(index, time_s)
         if self._in_run or score >= self.threshold:
             decisions += self._extend_core(index, time_s, score)
         elif self._candidate is not None:
             self._undecided.append(index)  # flagged only if a later run merges across it
+        elif score >= self.threshold_low and self._may_lead_in(index):
+            self._lead_in.append(index)
+            if len(self._lead_in) > self.pre_roll:
+                decisions.append(FrameDecision(self._lead_in.popleft(), False, None))
         else:
             decisions.append(FrameDecision(index, False, None))
 
@@ -208,7 +223,10 @@ class EventSegmenter:
             return []
         self._finished = True
         self._in_run = False
-        decisions = self._close_candidate() if self._candidate is not None else []
+        decisions = [FrameDecision(i, False, None) for i in self._lead_in]
+        self._lead_in.clear()
+        if self._candidate is not None:
+            decisions += self._close_candidate()
         if self._waiting is not None:
             self._complete_waiting(self._waiting.tail)
         return decisions
@@ -233,15 +251,23 @@ class EventSegmenter:
         return None
 
     def _remember(self, index: int, time_s: float) -> None:
-        # Only frames a new event's pre-roll can reach are kept.
+        # Only frames a new event's pre-roll can reach (before its lead-in) are kept.
         self._recent.append((index, time_s))
-        while self._recent[0][0] < index - self.pre_roll:
+        while self._recent[0][0] < index - 2 * self.pre_roll:
             self._recent.popleft()
+
+    def _may_lead_in(self, index: int) -> bool:
+        # Not within the post-roll of the event before: its span is its own.
+        waiting = self._waiting
+        return self.pre_roll > 0 and (waiting is None
+                                      or index > waiting.core_end + self.post_roll)
 
     def _extend_core(self, index: int, time_s: float, score: float) -> list[FrameDecision]:
         candidate = self._candidate
         if candidate is None:
             candidate = self._candidate = self._start_candidate(index, time_s, score)
+            self._undecided.extend(self._lead_in)
+            self._lead_in.clear()
         else:
             # Either the run goes on or a new run starts close enough to merge.
             candidate.core_end = index
@@ -260,7 +286,8 @@ class EventSegmenter:
         return decisions
 
     def _start_candidate(self, index: int, time_s: float, score: float) -> _OpenEvent:
-        earliest_start = index - self.pre_roll
+        core_start = self._lead_in[0] if self._lead_in else index
+        earliest_start = core_start - self.pre_roll
         clipped_prev_end = None
         if self._waiting is not None:
             # All frames seen so far precede this core, so the waiting event's tail
@@ -271,7 +298,7 @@ class EventSegmenter:
             earliest_start = max(earliest_start, self._last_end + 1)
         start = next(frame for frame in self._recent if frame[0] >= earliest_start)
         return _OpenEvent(
-            core_start=index,
+            core_start=core_start,
             core_end=index,
             peak_frame=index,
             peak_score=score,
