@@ -385,7 +385,8 @@ def test_progress_in_a_log_and_on_a_terminal_counts_to_the_right_total(tmp_path)
     assert "\rframes: " in text and _progress_lines(text, "frames")[-1] == (120, 120)
 
 
-def test_light_invariant_from_the_config_file_lets_a_lasting_shadow_pass(tmp_path):
+def test_a_lasting_shadow_passes_by_default_and_is_an_event_when_the_config_file_says_so(
+        tmp_path):
     # The walker's garden with a shadow over its right third from frame 90 on (its edge on a
     # block boundary of the working picture: an edge across blocks is a change of what is
     # there, not only of light).
@@ -394,15 +395,16 @@ def test_light_invariant_from_the_config_file_lets_a_lasting_shadow_pass(tmp_pat
         image[:, 220:] *= 0.85
     clip = _write(tmp_path / "shadow.mp4",
                   [np.clip(image, 0, 255).astype(np.uint8) for image in frames])
-    result = run_cli("run", clip, "-d", tmp_path / "plain", "-q")
-    assert result.returncode == 0, result.stderr
-    plain = json.loads((tmp_path / "plain" / "events.json").read_text())["events"]
-    assert plain[0]["core_start_frame"] <= 95          # by default the shadow is an event
-    config = tmp_path / "camera.toml"
-    config.write_text("light-invariant = true\n")
-    result = run_cli("run", clip, "-d", tmp_path / "invariant", "-q", "-c", config)
+    result = run_cli("run", clip, "-d", tmp_path / "invariant", "-q")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "invariant" / "events.json").read_text())
     assert document["settings"]["light_invariant"] is True
     [event] = document["events"]                       # only the walker (frames 181-230)
     assert 175 <= event["core_start_frame"] <= 185 and 225 <= event["core_end_frame"] <= 240
+    config = tmp_path / "camera.toml"
+    config.write_text("light-invariant = false\n")
+    result = run_cli("run", clip, "-d", tmp_path / "plain", "-q", "-c", config)
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "plain" / "events.json").read_text())
+    assert document["settings"]["light_invariant"] is False
+    assert document["events"][0]["core_start_frame"] <= 95   # the shadow is an event

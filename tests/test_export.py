@@ -292,14 +292,16 @@ def test_compare_panels_each_shade_their_own_methods_events(tmp_path):
     from videvent.output.report import compare_figure
 
     out = tmp_path / "out"
-    run_ok("run", sample("lighting")[0], "-d", out, "-q", "--no-plot", "--compare", "sncp,cop")
+    run_ok("run", sample("scene_change")[0], "-d", out, "-q", "--no-plot", "--compare",
+           "sncp,pca")
     document = read_events(out / "events.json")
-    run_ok("run", sample("lighting")[0], "-d", tmp_path / "cop", "-q", "--no-plot", "-m", "cop")
-    cop_alone = read_events(tmp_path / "cop" / "events.json")["events"]
-    # COP's events in the comparison are those of a COP run (they end a frame apart from SNCP's).
-    assert document["compare_events"]["cop"] == [[e["core_start_frame"], e["core_end_frame"]]
-                                                 for e in cop_alone]
-    assert document["compare_events"]["cop"] != [[e["core_start_frame"], e["core_end_frame"]]
+    run_ok("run", sample("scene_change")[0], "-d", tmp_path / "pca", "-q", "--no-plot", "-m",
+           "pca")
+    pca_alone = read_events(tmp_path / "pca" / "events.json")["events"]
+    # PCA's events in the comparison are those of a PCA run (its event ends later than SNCP's).
+    assert document["compare_events"]["pca"] == [[e["core_start_frame"], e["core_end_frame"]]
+                                                 for e in pca_alone]
+    assert document["compare_events"]["pca"] != [[e["core_start_frame"], e["core_end_frame"]]
                                                  for e in document["events"]]
     figure = compare_figure(out, document, read_scores(out / "scores.csv")["status"])
     for axis in figure.axes:

@@ -100,7 +100,7 @@ class Settings:
     background_span: Time = setting("60s", "time", "Time the model's window of frames spans.")
     seed: bool = setting(False, "bool", "Seed the model from frames spread over the whole "
                          "file.", off_flag="--no-seed")
-    light_invariant: bool = setting(False, "bool", "A change of light in part of the frame "
+    light_invariant: bool = setting(True, "bool", "A change of light in part of the frame "
                                     "(a shadow, a cloud, the camera's exposure) is not an event.",
                                     off_flag="--no-light-invariant")
     working_size: int = setting(160, "int", "Long side, in pixels, the detector works at.",
