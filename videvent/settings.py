@@ -120,7 +120,7 @@ class Settings:
                                 units="frames/s")
     backend: str = setting("auto", "choice", "Video decoder.", choices=BACKENDS)
     # Last, as in the events.json of earlier versions (whose settings are compared on resume).
-    refit_every: int = setting(1, "int", "Frames learned between refits of the subspace.",
+    refit_every: int = setting(2, "int", "Frames learned between refits of the subspace.",
                                minimum=1, units="frames")
     # Regions and masks (DVR-Scan's flags): after __post_init__, the files' polygons are in
     # add_region and ignore_region and the file lists are empty.
