@@ -171,17 +171,21 @@ def frame_f1(flagged: np.ndarray, truth: np.ndarray) -> float:
     return 2 * hits / max(1, flagged.sum() + truth.sum())
 
 
+def _frames_in(ranges: list[list[int]], length: int) -> np.ndarray:
+    """A mask of ``length`` frames, True in the inclusive [first, last] ``ranges``."""
+    mask = np.zeros(length, bool)
+    for first, last in ranges:
+        mask[first:last + 1] = True
+    return mask
+
+
 def waving_trees_f1(work: Path, dvr_scan: str | None) -> dict[str, tuple[float, float]]:
     """Each detector's F1 against the labels (242..259: the person at all, a head or a strip
     of jacket at the edges included) and against the frames with the person clearly in view
     (243..258)."""
     events = json.loads((WAVING_TREES / "events.json").read_text())
-    labels = np.zeros(events["frames"], bool)
-    for first, last in events["event_frames"]:
-        labels[first:last + 1] = True
-    clear = np.zeros(events["frames"], bool)
-    for first, last in events["event_frames_clear"]:
-        clear[first:last + 1] = True
+    labels, clear = (_frames_in(events[key], events["frames"])
+                     for key in ("event_frames", "event_frames_clear"))
 
     def both(flagged):
         return frame_f1(flagged, labels), frame_f1(flagged, clear)

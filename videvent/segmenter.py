@@ -183,8 +183,7 @@ class EventSegmenter:
                 decisions += self._close_candidate()
         if self._lead_in and (absorbed or not contiguous or not score >= self.threshold_low):
             # Nothing leads into a run across a dip, a hole or an absorption.
-            decisions += [FrameDecision(i, False, None) for i in self._lead_in]
-            self._lead_in.clear()
+            decisions += _not_flagged(self._lead_in)
 
         self._remember(index, time_s)
         if self._in_run or score >= self.threshold:
@@ -223,8 +222,7 @@ class EventSegmenter:
             return []
         self._finished = True
         self._in_run = False
-        decisions = [FrameDecision(i, False, None) for i in self._lead_in]
-        self._lead_in.clear()
+        decisions = _not_flagged(self._lead_in)
         if self._candidate is not None:
             decisions += self._close_candidate()
         if self._waiting is not None:
@@ -315,8 +313,7 @@ class EventSegmenter:
 
     def _close_candidate(self) -> list[FrameDecision]:
         # Frames still undecided are gap frames after a kept core, or a core too short.
-        decisions = [FrameDecision(i, False, None) for i in self._undecided]
-        self._undecided.clear()
+        decisions = _not_flagged(self._undecided)
         if self._candidate.number is not None:
             self._waiting = self._candidate
         self._candidate = None
@@ -341,6 +338,13 @@ class EventSegmenter:
         self._completed += 1
         self._last_end = end[0]
         self._waiting = None
+
+
+def _not_flagged(frames: deque[int]) -> list[FrameDecision]:
+    """Decide every frame of ``frames`` as outside any event, and empty it."""
+    decisions = [FrameDecision(i, False, None) for i in frames]
+    frames.clear()
+    return decisions
 
 
 def segment(
