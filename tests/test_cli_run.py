@@ -5,10 +5,12 @@ import os
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 
 from conftest import devset_clip, run_cli, sample, truth_mask
+from videvent import synthetic
 from videvent.output import read_scores
 
 SCORE_HEADER = "frame,time_s,timecode,residual,score,flagged,event,status,admitted,absorbed"
@@ -98,6 +100,28 @@ def test_seeded_a_lasting_change_that_fills_most_of_the_file_is_its_background(t
     _, scores, _ = run_and_read(tmp_path, path, "--absorb-after", "4s", "--seed")
     assert scores["flagged"][1:4 * truth["fps"] - 1].all()
     assert not scores["flagged"][change:change + 4 * truth["fps"]].any()
+
+
+def test_someone_in_view_from_the_first_frame_is_found_from_it(tmp_path):
+    """A file that opens on a person crossing: the frames spread over the file show the scene
+    without them, so they are flagged from the first frame, not once the warm-up, which
+    learns them, is over (--no-start-reference: the file read once, as a stream)."""
+    clip = synthetic.walker_scene()
+    [[first, last]] = clip.event_frames
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(clip.frame_count):   # the same clip, starting as the walker comes in
+        cv2.imwrite(str(folder / f"{i:04d}.png"), clip.frame((first + i) % clip.frame_count))
+    crossing = last - first + 1
+    fps = str(clip.fps)
+    _, scores, events = run_and_read(tmp_path, folder, "--fps", fps)
+    assert scores["flagged"][:crossing - 2].all()
+    assert not scores["flagged"][crossing + clip.fps:].any()      # no tree, no ghost
+    assert events["source"]["start_reference_frames"] > 0
+    out = tmp_path / "streamed"
+    assert run_cli("run", folder, "--fps", fps, "-d", out, "--no-start-reference").returncode == 0
+    streamed = read_scores(out / "scores.csv")
+    assert not streamed["flagged"][:5].any() and streamed["flagged"][crossing // 2]
 
 
 def test_slow_light_is_normal_and_lights_off_is_reported_then_absorbed(tmp_path):
@@ -312,7 +336,10 @@ def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_pat
     assert result.returncode == 0, result.stderr
     assert "120 frames scanned (75 scored)" in result.stdout, result.stdout
     assert ("Warm-up (learning the background): frames 180-224 (00:00:12.000-00:00:14.933); "
-            "scores there are damped" in result.stdout), result.stdout
+            "also scored against frames from the whole file" in result.stdout), result.stdout
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180",
+                     "--no-start-reference")
+    assert "frames 180-224 (00:00:12.000-00:00:14.933); scores there are damped" in result.stdout
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40")
     assert "15 fps, 40 frames of 300" in result.stderr, result.stderr
 

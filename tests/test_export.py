@@ -224,10 +224,15 @@ def test_frame_0_is_not_washed_and_boxes_are_never_specks(tmp_path):
     path, _ = sample("walker")
     run_ok("run", path, "-d", tmp_path / "out", "-q", "--export-video")
     before, after = _pictures(path), _pictures(tmp_path / "out" / "annotated.mp4")
-    for index in (0, 1, 5):  # the first frames: no model yet to draw a heat map from
+    def change(index):   # how much the overlay changed the middle of the picture
         middle = slice(60, 200)
-        assert np.abs(after[index][middle].astype(int)
-                      - before[index][middle].astype(int)).mean() < 4
+        return np.abs(after[index][middle].astype(int)
+                      - before[index][middle].astype(int)).mean()
+
+    # The first frames (the model has seen none or a few; the reference seeded from the whole
+    # file scores them) get no more heat than frames the full model scored before the walker.
+    usual = np.median([change(index) for index in range(100, 180, 10)])
+    assert all(change(index) < 1.1 * usual for index in (0, 1, 5)), usual
     boxes = np.atleast_1d(np.genfromtxt(tmp_path / "out" / "regions.csv", delimiter=",",
                                         names=True))
     assert boxes.size >= 20

@@ -78,20 +78,25 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         settle_frames=round(fps * SETTLE_SECONDS))
 
 
-def seed_detector(run: "Pass") -> int:
-    """Seed the pass's detector from frames spread over the whole source (files only).
+def seed_detector(run: "Pass", detector: SubspaceWindowDetector | None = None) -> int:
+    """Seed the pass's detector (or ``detector``, one of ``--compare``'s), or the reference
+    that judges its start (``--seed``, ``--start-reference``), from frames spread over the
+    whole source (files only).
 
     The paper's batch setting: the inlier scores pick the background among frames from the
     whole video, so an event in view from the first frame is scored as one. Frames before the
     pass's range count too: they are the same scene.
     """
-    if not run.settings.seed or run.source.is_live:
+    settings, detector = run.settings, detector or run.detector
+    if not (settings.seed or settings.start_reference) or run.source.is_live:
         return 0
-    window = run.detector.model.window
+    window = detector.model.window
     vectors = [run.preprocess(frame.image)
                for frame in run.source.sample(window // SEED_GROUP, SEED_GROUP)
                if frame.image is not None]
-    return run.detector.seed(vectors)
+    if settings.seed:
+        return detector.seed(vectors)
+    return detector.seed_reference(vectors)
 
 
 def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
@@ -212,6 +217,8 @@ class Comparison:
         self.detectors = {method: build_detector(settings, run.frame_shape, fps, method,
                                                  run.preprocess.watched)
                           for method in methods if method != settings.method}
+        for detector in self.detectors.values():
+            seed_detector(run, detector)     # as the pass's own: the same start for each method
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")
         self._rows.write("frame," + ",".join(f"residual_{m}" for m in methods) + "\n")

@@ -336,6 +336,7 @@ class Session:
             "working_width": width, "working_height": height, "first_frame": run.start,
             "absorb_after_frames": run.detector.static_after,
             "seed_frames": run.detector.seeded_,
+            "start_reference_frames": run.detector.start_reference_frames_,
             "fingerprint": list(self.source_fingerprint),
         }
         if self.live:

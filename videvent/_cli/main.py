@@ -486,12 +486,15 @@ def print_summary(result) -> None:
         click.echo(f"{_frames(read)} scanned"
                    + (f" ({scored} scored)" if scored < read else "")
                    + f", {len(events)} event{'' if len(events) == 1 else 's'} found.")
+    # With a reference seeded from the whole file, the warm-up's frames are judged undamped.
+    judged = ("also scored against frames from the whole file"
+              if result.source.get("start_reference_frames") else
+              "scores there are damped, so only a clear event is seen")
     for run_ in result.warmup if scored else ():
         click.echo(f"Warm-up (learning the background): frames "
                    f"{run_.start_frame}-{run_.end_frame} "
                    f"({format_timecode(run_.start_time_s)}-"
-                   f"{format_timecode(run_.end_time_s)}); scores there are damped, so only "
-                   f"a clear event is seen.")
+                   f"{format_timecode(run_.end_time_s)}); {judged}.")
     if events:
         click.echo(f"{'#':>4}  {'start':>12}  {'end':>12}  {'duration':>9}  {'frames':>13}  "
                    f"{'peak':>7}")

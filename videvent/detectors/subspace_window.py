@@ -7,15 +7,18 @@ larger). What the model learns is the policy's: after a short warm-up, one frame
 ``stride`` whatever its score, so the window spans a minute and the robust steps of the model
 (a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
-batch setting). Blocks whose change has lasted and stopped moving become background on their
-own; a change of the whole scene (a light) rebuilds the model from the recent frames. After a
-lasting darkness (blank frames), darkness is the background: a picture is an event until it
-stands still, unless the model knows it (the light came back on the scene it had). A switched
-light stays an event until the camera's exposure has settled after it.
+batch setting), or ``seed_reference`` can have such a seeded twin judge, alongside the model,
+the frames that come while the model's window fills. Blocks whose change has lasted and
+stopped moving become background on their own; a change of the whole scene (a light) rebuilds
+the model from the recent frames. After a lasting darkness (blank frames), darkness is the
+background: a picture is an event until it stands still, unless the model knows it (the light
+came back on the scene it had). A switched light stays an event until the camera's exposure
+has settled after it.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 
 import numpy as np
@@ -123,6 +126,8 @@ class SubspaceWindowDetector:
         self.dark = None if static_after is None else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
         self.seeded_ = 0                                  # frames the model was seeded with
+        self.start_reference_: SubspaceWindowDetector | None = None  # see ``seed_reference``
+        self.start_reference_frames_ = 0                  # frames that twin was seeded with
         self._since_light_switch: int | None = None
         self._settling = False                          # a switched light has not settled yet
         self._previous_verdict = (0.0, 0.0)
@@ -143,6 +148,26 @@ class SubspaceWindowDetector:
         self.schedule.restart(self.warmup)
         self.seeded_ = len(frames)
         return len(frames)
+
+    def seed_reference(self, frames) -> int:
+        """Have the frames that come while the model's window fills judged against frames
+        spread over the whole video too.
+
+        The model learns every frame of its first seconds and fills its window from the
+        first ten or so, so until it is full it cannot tell what is in view then (a person
+        there from the first frame) from the scene. A twin of this detector, seeded from
+        ``frames`` (``seed``: the inlier scores pick the background among them), scores those
+        frames too, and each scores the larger of the two verdicts; the twin is dropped when
+        the window is full. Call it before the first frame. Returns how many frames seeded
+        the twin.
+        """
+        if self.schedule.learned_ or self.seeded_:
+            raise ValueError("seed_reference goes before the first frame, on an unseeded model")
+        twin = copy.deepcopy(self)
+        used = twin.seed(frames)
+        self.start_reference_ = twin if used else None
+        self.start_reference_frames_ = used
+        return used
 
     def process_frame(self, index: int, time_s: float, x: np.ndarray | None,
                       health: str = OK, *, explain: bool | float = False) -> FrameScore:
@@ -215,12 +240,22 @@ class SubspaceWindowDetector:
                             or learned_so_far % WARMUP_REFIT_EVERY == 0,
                             energies=None if warming_up else assessment.block_energies,
                             norm=assessment.norm)
-        self._previous_verdict = (assessment.residual, score)
+        residual = assessment.residual
         explanation = {}
         if model.ready and (explain is True or (explain is not False and score >= explain)):
             explanation = {"residual_image": residual_image.reshape(self.frame_shape),
                            "block_scores": z.reshape(model.grid[::-1])}
-        return FrameScore(index, time_s, assessment.residual, score,
+        if self.start_reference_ is not None:
+            judged = self.start_reference_.process_frame(index, time_s, x, health,
+                                                         explain=explain)
+            if judged.score > score:
+                residual, score = judged.residual, judged.score
+                explanation = {} if judged.block_scores is None else {
+                    "residual_image": judged.residual_image, "block_scores": judged.block_scores}
+            if model.n_filled_ >= model.window:
+                self.start_reference_ = None   # the model stands on its own: free the twin
+        self._previous_verdict = (residual, score)
+        return FrameScore(index, time_s, residual, score,
                           WARMUP if warming_up else OK, learned, rebuilt, **explanation)
 
     # -- the policy's decisions --------------------------------------------------------------
@@ -277,6 +312,7 @@ class SubspaceWindowDetector:
     def _rebuild(self, frames: list[np.ndarray]) -> None:
         """The model starts again from ``frames`` alone: a new scene."""
         self.model.reset(np.stack(frames))
+        self.start_reference_ = None           # a new scene: the file's look says nothing of it
         self.regions.clear()
         self.schedule.restart(len(frames))
         self._since_light_switch = None

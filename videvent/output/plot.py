@@ -3,7 +3,7 @@
 Top: the residual of every frame against the background subspace (what the paper plots).
 Bottom: the score the events come from, with the thresholds. Events are shaded in both;
 the moments the detector absorbed a lasting change and the blank, frozen or corrupt frames
-are marked, the warm-up (scores damped while the model learns) hatched; the time in seconds
+are marked, the warm-up (the model learning the background) hatched; the time in seconds
 runs along the top.
 Drawn from ``scores.csv`` and the event list, so it can be redrawn without the video.
 """
@@ -77,7 +77,7 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
                          hatch="//", fill=False)
     if warmup:
         bottom.fill_between([], [], color=WARMUP_COLOUR, alpha=0.35, hatch="//",
-                            label="warm-up, scores damped")
+                            label="warm-up, model learning")
     for name, colour in PROBLEM_COLOURS.items():
         marked = frames[status == name]
         if marked.size:
