@@ -98,6 +98,10 @@ class PyAVSource(FrameSource):
             reformatter = VideoReformatter()
             seen = -1
             for start in spread(self.frame_count, groups):
+                if seen >= 0:
+                    keyframe = self._keyframe_before(container, start)
+                    if keyframe is not None and keyframe <= seen:
+                        continue  # its run would start at a keyframe already read: nothing new
                 positioned = self._seek(container, start) if start > 0 else (
                     0, _decoded(container, self._video_stream(container)))
                 if positioned is None:
@@ -165,23 +169,48 @@ class PyAVSource(FrameSource):
         or None when seeking cannot be trusted here (no timestamps, seek failed, or it landed
         after the wanted frame); the caller then decodes from the start and skips.
         """
-        if self._origin_pts is None:
-            return None
         stream = self._video_stream(container)
-        target = self._origin_pts + round(start / self.fps / self._time_base)
-        try:
-            container.seek(target, stream=stream, backward=True, any_frame=False)
-        except av.error.FFmpegError:
+        if not self._seek_keyframe(container, stream, start):
             return None
         items = _decoded(container, stream)
         first = next(items, None)
         if first is None or first[0] is None:
             return None
-        # Frame numbers after a seek come from the timestamps: exact for constant frame rate.
-        index = round(float((first[0] - self._origin_pts) * self._time_base) * self.fps)
+        index = self._index(first[0])
         if index > start:
             return None
         return index, itertools.chain([first], items)
+
+    def _keyframe_before(self, container: av.container.InputContainer,
+                         start: int) -> int | None:
+        """The index of the keyframe that ``_seek`` to ``start`` lands on, read from its packet
+        without decoding anything (None: not known)."""
+        stream = self._video_stream(container)
+        if not self._seek_keyframe(container, stream, start):
+            return None
+        try:
+            packet = next(container.demux(stream), None)
+        except av.error.FFmpegError:
+            return None
+        if packet is None or packet.pts is None:
+            return None
+        return self._index(packet.pts)
+
+    def _seek_keyframe(self, container: av.container.InputContainer, stream: av.VideoStream,
+                       start: int) -> bool:
+        """Seek the demuxer to the keyframe at or before frame ``start``; False if it cannot."""
+        if self._origin_pts is None:
+            return False
+        target = self._origin_pts + round(start / self.fps / self._time_base)
+        try:
+            container.seek(target, stream=stream, backward=True, any_frame=False)
+        except av.error.FFmpegError:
+            return False
+        return True
+
+    def _index(self, pts: int) -> int:
+        # Frame numbers from timestamps: exact for a constant frame rate.
+        return round(float((pts - self._origin_pts) * self._time_base) * self.fps)
 
     def _image(self, frame: av.VideoFrame, reformatter: VideoReformatter) -> np.ndarray:
         if self._colour:
