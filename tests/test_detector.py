@@ -100,20 +100,25 @@ def test_something_in_view_from_the_first_frame_is_found_when_seeded_and_leaves_
     assert (live[:60] < 7).all()
 
 
-def test_a_reference_seeded_from_the_whole_video_judges_the_frames_while_the_window_fills():
+def test_a_reference_seeded_from_the_whole_video_judges_the_warm_up_and_what_is_in_view_then():
     rng = np.random.default_rng(3)
-    frames = add_patch(scene(rng, 400), 0, 59)            # in view from frame 0, then gone
+    frames = add_patch(scene(rng, 300), 0, 59)            # in view from frame 0, then gone
     detector = Detector(window=60, stride=10)
-    assert detector.seed_reference([frames[i].ravel() for i in range(0, 400, 7)]) == 58
-    nothing = Detector()
-    assert nothing.seed_reference([]) == 0 and nothing.start_reference_ is None
-    scores = scores_of(feed(detector, frames[:300]))
-    assert (scores[:60] > 7).all()                         # the model alone learns it (above)
-    assert detector.start_reference_ is not None and detector.model.n_filled_ < 60
-    feed(detector, frames[300:], start=300)                # 25 + 35 x 10 frames fill it
-    assert detector.start_reference_ is None and detector.seeded_ == 0
+    assert detector.seed_reference([frames[i].ravel() for i in range(0, 300, 5)]) == 60
+    results = feed(detector, frames[:70])
+    # Past the warm-up (25 frames), which learned the patch, the twin judges it to its end.
+    assert [r.status for r in results].count("warmup") == 25
+    assert (scores_of(results)[:60] > 7).all()
+    assert detector.start_reference_ is None and detector.seeded_ == 0   # then it is dropped
     with pytest.raises(ValueError, match="before the first frame"):
         detector.seed_reference([frames[0].ravel()] * 10)
+    # Nothing in view at the start: the twin goes with the warm-up.
+    quiet = Detector(window=60, stride=10)
+    quiet.seed_reference([frames[i].ravel() for i in range(60, 300, 4)])
+    feed(quiet, frames[60:86])
+    assert quiet.start_reference_ is None
+    nothing = Detector()
+    assert nothing.seed_reference([]) == 0 and nothing.start_reference_ is None
 
 
 def test_a_presence_that_keeps_moving_is_flagged_as_long_as_it_lasts():

@@ -123,8 +123,8 @@ class Settings:
     refit_every: int = setting(2, "int", "Frames learned between refits of the subspace.",
                                minimum=1, units="frames")
     start_reference: bool = setting(
-        True, "bool", "On a file, the frames that come while the model's window fills (about "
-        "10s) are also scored against frames spread over the whole file.",
+        True, "bool", "On a file, the warm-up's frames (the first 3s, which the model "
+        "learns) are also scored against frames spread over the whole file.",
         off_flag="--no-start-reference")
     # Regions and masks (DVR-Scan's flags): after __post_init__, the files' polygons are in
     # add_region and ignore_region and the file lists are empty.

@@ -7,13 +7,13 @@ larger). What the model learns is the policy's: after a short warm-up, one frame
 ``stride`` whatever its score, so the window spans a minute and the robust steps of the model
 (a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
-batch setting), or ``seed_reference`` can have such a seeded twin judge, alongside the model,
-the frames that come while the model's window fills. Blocks whose change has lasted and
-stopped moving become background on their own; a change of the whole scene (a light) rebuilds
-the model from the recent frames. After a lasting darkness (blank frames), darkness is the
-background: a picture is an event until it stands still, unless the model knows it (the light
-came back on the scene it had). A switched light stays an event until the camera's exposure
-has settled after it.
+batch setting), or ``seed_reference`` can have such a seeded twin judge the warm-up's frames
+(and an event in view since, to its end) alongside the model, which is learning them. Blocks
+whose change has lasted and stopped moving become background on their own; a change of the
+whole scene (a light) rebuilds the model from the recent frames. After a lasting darkness
+(blank frames), darkness is the background: a picture is an event until it stands still,
+unless the model knows it (the light came back on the scene it had). A switched light stays
+an event until the camera's exposure has settled after it.
 """
 
 from __future__ import annotations
@@ -150,16 +150,16 @@ class SubspaceWindowDetector:
         return len(frames)
 
     def seed_reference(self, frames) -> int:
-        """Have the frames that come while the model's window fills judged against frames
-        spread over the whole video too.
+        """Have the warm-up's frames judged against frames spread over the whole video too.
 
-        The model learns every frame of its first seconds and fills its window from the
-        first ten or so, so until it is full it cannot tell what is in view then (a person
-        there from the first frame) from the scene. A twin of this detector, seeded from
-        ``frames`` (``seed``: the inlier scores pick the background among them), scores those
-        frames too, and each scores the larger of the two verdicts; the twin is dropped when
-        the window is full. Call it before the first frame. Returns how many frames seeded
-        the twin.
+        The model learns every frame of its warm-up, so on its own it cannot tell what is in
+        view then (a person there from the first frame) from the scene, and its scores there
+        are damped. A twin of this detector, seeded from ``frames`` (``seed``: the inlier
+        scores pick the background among them), scores those frames too, and each scores the
+        larger of the two verdicts. The twin is dropped once the warm-up is over and it finds
+        a frame usual (an event in view since the warm-up, which the model learned, is judged
+        by the twin to its end), or when the window is full. Call it before the first frame.
+        Returns how many frames seeded the twin.
         """
         if self.schedule.learned_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
@@ -252,8 +252,10 @@ class SubspaceWindowDetector:
                 residual, score = judged.residual, judged.score
                 explanation = {} if judged.block_scores is None else {
                     "residual_image": judged.residual_image, "block_scores": judged.block_scores}
-            if model.n_filled_ >= model.window:
-                self.start_reference_ = None   # the model stands on its own: free the twin
+            if not warming_up and (judged.score < self.hot or model.n_filled_ >= model.window):
+                # The warm-up is over, and so is what the twin saw in view since it began
+                # (the model learned that: it would not see it end): free the twin.
+                self.start_reference_ = None
         self._previous_verdict = (residual, score)
         return FrameScore(index, time_s, residual, score,
                           WARMUP if warming_up else OK, learned, rebuilt, **explanation)
