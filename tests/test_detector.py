@@ -104,7 +104,10 @@ def test_a_reference_seeded_from_the_whole_video_judges_the_warm_up_and_what_is_
     rng = np.random.default_rng(3)
     frames = add_patch(scene(rng, 300), 0, 59)            # in view from frame 0, then gone
     detector = Detector(window=60, stride=10)
-    assert detector.seed_reference([frames[i].ravel() for i in range(0, 300, 5)]) == 60
+    seed = [frames[i].ravel() for i in range(0, 300, 5)]
+    assert detector.seed_reference(seed) == 60
+    assert detector.seed_reference(seed) == 60                 # again: replaces, never nests
+    assert detector.start_reference_.start_reference_ is None
     results = feed(detector, frames[:70])
     # Past the warm-up (25 frames), which learned the patch, the twin judges it to its end.
     assert [r.status for r in results].count("warmup") == 25

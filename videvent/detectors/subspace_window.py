@@ -163,6 +163,7 @@ class SubspaceWindowDetector:
         """
         if self.schedule.learned_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
+        self.start_reference_ = None           # a twin is of this detector alone, no twin's
         twin = copy.deepcopy(self)
         used = twin.seed(frames)
         self.start_reference_ = twin if used else None
