@@ -124,6 +124,18 @@ def test_someone_in_view_from_the_first_frame_is_found_from_it(tmp_path):
     assert not streamed["flagged"][:5].any() and streamed["flagged"][crossing // 2]
 
 
+def test_a_look_that_differs_but_stands_still_from_the_start_is_no_event(tmp_path):
+    """The clip looks otherwise before its lasting change (frame 150 of 450) than after: the
+    start's reference, seeded from the whole file, judges what moves, so the first state,
+    standing still, is no event beyond the half second that shows it stands still."""
+    path, truth = sample("scene_change")
+    change, fps = truth["change_frame"], truth["fps"]
+    _, scores, events = run_and_read(tmp_path, path)
+    assert not scores["flagged"][fps:change].any()
+    assert scores["flagged"][change + 1:change + fps].all()
+    assert events["source"]["start_reference_frames"] > 0
+
+
 def test_slow_light_is_normal_and_lights_off_is_reported_then_absorbed(tmp_path):
     path, truth = sample("lighting")
     off = truth["lights_off_frame"]

@@ -100,7 +100,7 @@ def test_something_in_view_from_the_first_frame_is_found_when_seeded_and_leaves_
     assert (live[:60] < 7).all()
 
 
-def test_a_reference_seeded_from_the_whole_video_judges_the_warm_up_and_what_is_in_view_then():
+def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_start():
     rng = np.random.default_rng(3)
     frames = add_patch(scene(rng, 300), 0, 59)            # in view from frame 0, then gone
     detector = Detector(window=60, stride=10)
@@ -108,18 +108,27 @@ def test_a_reference_seeded_from_the_whole_video_judges_the_warm_up_and_what_is_
     assert detector.seed_reference(seed) == 60
     assert detector.seed_reference(seed) == 60                 # again: replaces, never nests
     assert detector.start_reference_.start_reference_ is None
-    results = feed(detector, frames[:70])
-    # Past the warm-up (25 frames), which learned the patch, the twin judges it to its end.
+    results = feed(detector, frames)
+    scores = scores_of(results)
+    # Past the warm-up (25 frames), which learned the patch, the twin judges it to its end;
+    # when it leaves, the model alone sees the empty scene, standing still (a ghost): the
+    # twin takes over within settle_frames (12) and nothing is flagged after.
     assert [r.status for r in results].count("warmup") == 25
-    assert (scores_of(results)[:60] > 7).all()
-    assert detector.start_reference_ is None and detector.seeded_ == 0   # then it is dropped
+    assert (scores[:60] > 7).all()
+    assert 60 < detector.start_reference_adopted_ <= 60 + 12 + 2
+    assert (scores[detector.start_reference_adopted_ + 1:] < 4.5).all()
+    assert detector.start_reference_ is None and detector.seeded_ == 0
+    assert detector.regions.static_after == detector.static_after
     with pytest.raises(ValueError, match="before the first frame"):
         detector.seed_reference([frames[0].ravel()] * 10)
+    # The model alone (a live source) learned the patch and scores its leaving as an event.
+    live = scores_of(feed(Detector(window=60, stride=10), frames))
+    assert (live[:60] < 7).all() and (live[80:120] > 7).all()
     # Nothing in view at the start: the twin goes with the warm-up.
     quiet = Detector(window=60, stride=10)
     quiet.seed_reference([frames[i].ravel() for i in range(60, 300, 4)])
     feed(quiet, frames[60:86])
-    assert quiet.start_reference_ is None
+    assert quiet.start_reference_ is None and quiet.start_reference_adopted_ is None
     nothing = Detector()
     assert nothing.seed_reference([]) == 0 and nothing.start_reference_ is None
 

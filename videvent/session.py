@@ -337,6 +337,7 @@ class Session:
             "absorb_after_frames": run.detector.static_after,
             "seed_frames": run.detector.seeded_,
             "start_reference_frames": run.detector.start_reference_frames_,
+            "start_reference_adopted_frame": run.detector.start_reference_adopted_,
             "fingerprint": list(self.source_fingerprint),
         }
         if self.live:

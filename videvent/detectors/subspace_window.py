@@ -8,7 +8,8 @@ larger). What the model learns is the policy's: after a short warm-up, one frame
 (a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
 batch setting), or ``seed_reference`` can have such a seeded twin judge the warm-up's frames
-(and an event in view since, to its end) alongside the model, which is learning them. Blocks
+(and an event in view since, to its end) alongside the model, which is learning them, and take
+over from the model if it learned a presence whose leaving it would score as a ghost. Blocks
 whose change has lasted and stopped moving become background on their own; a change of the
 whole scene (a light) rebuilds the model from the recent frames. After a lasting darkness
 (blank frames), darkness is the background: a picture is an event until it stands still,
@@ -128,6 +129,7 @@ class SubspaceWindowDetector:
         self.seeded_ = 0                                  # frames the model was seeded with
         self.start_reference_: SubspaceWindowDetector | None = None  # see ``seed_reference``
         self.start_reference_frames_ = 0                  # frames that twin was seeded with
+        self.start_reference_adopted_: int | None = None  # frame the twin took over at
         self._since_light_switch: int | None = None
         self._settling = False                          # a switched light has not settled yet
         self._previous_verdict = (0.0, 0.0)
@@ -156,15 +158,16 @@ class SubspaceWindowDetector:
         view then (a person there from the first frame) from the scene, and its scores there
         are damped. A twin of this detector, seeded from ``frames`` (``seed``: the inlier
         scores pick the background among them), scores those frames too, and each scores the
-        larger of the two verdicts. The twin is dropped once the warm-up is over and it finds
-        a frame usual (an event in view since the warm-up, which the model learned, is judged
-        by the twin to its end), or when the window is full. Call it before the first frame.
-        Returns how many frames seeded the twin.
+        larger of the two verdicts. The twin judges what moves: a difference from the file's
+        look that stands still from the start (a door left open, a parked car) becomes its
+        background in ``settle_frames``. After the warm-up, ``_hand_over`` decides when the
+        twin goes. Call this before the first frame. Returns how many frames seeded the twin.
         """
         if self.schedule.learned_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
         self.start_reference_ = None           # a twin is of this detector alone, no twin's
         twin = copy.deepcopy(self)
+        twin.regions.static_after = self.settle_frames
         used = twin.seed(frames)
         self.start_reference_ = twin if used else None
         self.start_reference_frames_ = used
@@ -253,10 +256,8 @@ class SubspaceWindowDetector:
                 residual, score = judged.residual, judged.score
                 explanation = {} if judged.block_scores is None else {
                     "residual_image": judged.residual_image, "block_scores": judged.block_scores}
-            if not warming_up and (judged.score < self.hot or model.n_filled_ >= model.window):
-                # The warm-up is over, and so is what the twin saw in view since it began
-                # (the model learned that: it would not see it end): free the twin.
-                self.start_reference_ = None
+            if not warming_up:
+                self._hand_over(index, judged.score, z)
         self._previous_verdict = (residual, score)
         return FrameScore(index, time_s, residual, score,
                           WARMUP if warming_up else OK, learned, rebuilt, **explanation)
@@ -311,6 +312,32 @@ class SubspaceWindowDetector:
         if self.watched_blocks is None:
             return z
         return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
+
+    def _hand_over(self, index: int, twin_score: float, z: np.ndarray) -> None:
+        """After the warm-up: the start's twin stays while it sees an event (one in view since
+        the warm-up, which the model learned and would not see end); it takes over when the
+        model alone finds the frame unusual, and only where the picture has stood still for
+        ``settle_frames`` (the empty scene where the warm-up learned someone: a ghost); it
+        goes when both find the frame usual, and at the latest when the window is full."""
+        model, twin = self.model, self.start_reference_
+        if model.n_filled_ >= model.window:
+            self.start_reference_ = None
+            return
+        if twin_score >= self.hot:
+            return
+        unusual = z >= self.hot
+        if not unusual.any():
+            self.start_reference_ = None
+        elif (self.regions.still_for_[unusual] >= self.settle_frames).all():
+            # Become the twin (a copy of this detector, state and all): its window of frames
+            # from the whole file, unpinned, and those it learned since replaces the model's.
+            counts = (self.seeded_, self.start_reference_frames_)
+            vars(self).update(vars(twin))
+            self.seeded_, self.start_reference_frames_ = counts
+            self.start_reference_adopted_ = index
+            self.model.n_pinned_ = 0
+            self.regions.static_after = self.static_after or 1
+            self.start_reference_ = None
 
     def _rebuild(self, frames: list[np.ndarray]) -> None:
         """The model starts again from ``frames`` alone: a new scene."""
