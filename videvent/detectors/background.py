@@ -238,6 +238,10 @@ class SubspaceBackground:
         outvoted = free[~self.background_[free]]
         return int(outvoted[np.argmin(self.joined_[outvoted])]) if len(outvoted) else oldest
 
+    def unpin(self) -> None:
+        """Let the pinned (seed) frames be replaced as any other: the model streams now."""
+        self.n_pinned_ = 0
+
     def reset(self, frames: np.ndarray, *, pinned: int = 0) -> None:
         """Rebuild the model from ``frames`` alone (one a row): a seed, or a new scene.
 

@@ -335,7 +335,7 @@ class SubspaceWindowDetector:
             vars(self).update(vars(twin))
             self.seeded_, self.start_reference_frames_ = counts
             self.start_reference_adopted_ = index
-            self.model.n_pinned_ = 0
+            self.model.unpin()
             self.regions.static_after = self.static_after or 1
             self.start_reference_ = None
 
