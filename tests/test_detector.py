@@ -119,6 +119,7 @@ def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_
     assert (scores[detector.start_reference_adopted_ + 1:] < 4.5).all()
     assert detector.start_reference_ is None and detector.seeded_ == 0
     assert detector.regions.static_after == detector.static_after
+    assert detector.model.n_pinned_ == 0               # the seed frames stream on as any other
     with pytest.raises(ValueError, match="before the first frame"):
         detector.seed_reference([frames[0].ravel()] * 10)
     # The model alone (a live source) learned the patch and scores its leaving as an event.
