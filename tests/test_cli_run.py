@@ -114,10 +114,12 @@ def test_someone_in_view_from_the_first_frame_is_found_from_it(tmp_path):
         cv2.imwrite(str(folder / f"{i:04d}.png"), clip.frame((first + i) % clip.frame_count))
     crossing = last - first + 1
     fps = str(clip.fps)
-    _, scores, events = run_and_read(tmp_path, folder, "--fps", fps)
+    _, scores, events = run_and_read(tmp_path, folder, "--fps", fps, "--compare", "sncp,pca")
     assert scores["flagged"][:crossing - 2].all()
     assert not scores["flagged"][crossing + clip.fps:].any()      # no tree, no ghost
     assert events["source"]["start_reference_frames"] > 0
+    # The compared method starts as the run's does: judged from the first frame too.
+    assert events["compare_events"]["pca"][0][0] == 0
     out = tmp_path / "streamed"
     assert run_cli("run", folder, "--fps", fps, "-d", out, "--no-start-reference").returncode == 0
     streamed = read_scores(out / "scores.csv")

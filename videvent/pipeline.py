@@ -78,25 +78,25 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         settle_frames=round(fps * SETTLE_SECONDS))
 
 
-def seed_detector(run: "Pass", detector: SubspaceWindowDetector | None = None) -> int:
-    """Seed the pass's detector (or ``detector``, one of ``--compare``'s), or the reference
-    that judges its start (``--seed``, ``--start-reference``), from frames spread over the
-    whole source (files only).
+def seed_detector(run: "Pass", *others: SubspaceWindowDetector) -> int:
+    """Seed the pass's detector (and ``others``, ``--compare``'s, from the same frames), or
+    the reference that judges its start (``--seed``, ``--start-reference``), from frames
+    spread over the whole source (files only). Returns how many frames seeded the pass's.
 
     The paper's batch setting: the inlier scores pick the background among frames from the
     whole video, so an event in view from the first frame is scored as one. Frames before the
     pass's range count too: they are the same scene.
     """
-    settings, detector = run.settings, detector or run.detector
+    settings = run.settings
     if not (settings.seed or settings.start_reference) or run.source.is_live:
         return 0
-    window = detector.model.window
+    window = run.detector.model.window
     vectors = [run.preprocess(frame.image)
                for frame in run.source.sample(window // SEED_GROUP, SEED_GROUP)
                if frame.image is not None]
-    if settings.seed:
-        return detector.seed(vectors)
-    return detector.seed_reference(vectors)
+    used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
+            for detector in (run.detector, *others)]
+    return used[0]
 
 
 def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
@@ -168,15 +168,17 @@ def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegment
 
 
 def score_frames(run: Pass, *, explain: bool | float = False,
-                 decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
+                 decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None,
+                 others: Iterable[SubspaceWindowDetector] = ()
                  ) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
     """(frame, working vector, verdict) for every frame of the pass, in order.
 
     ``decoded``: (frame, working vector) pairs of the pass already decoded and preprocessed
     elsewhere (``videvent batch`` decodes the chunks of a long video in parallel); they are
-    scored instead of decoding ``run.source`` on a reader thread.
+    scored instead of decoding ``run.source`` on a reader thread. ``others``: detectors the
+    caller runs on the same frames (``--compare``'s), seeded as the pass's is.
     """
-    seed_detector(run)
+    seed_detector(run, *others)
     frames = read_ahead(run) if decoded is None else iter(decoded)
     # The detector's matrices are small (window x window): one BLAS thread is faster than two
     # fighting over them, leaves the other core to the decoder, and gives the same numbers
@@ -217,8 +219,6 @@ class Comparison:
         self.detectors = {method: build_detector(settings, run.frame_shape, fps, method,
                                                  run.preprocess.watched)
                           for method in methods if method != settings.method}
-        for detector in self.detectors.values():
-            seed_detector(run, detector)     # as the pass's own: the same start for each method
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")
         self._rows.write("frame," + ",".join(f"residual_{m}" for m in methods) + "\n")
@@ -271,7 +271,9 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     try:
         session.start()
         explain = True if explain_all else settings.threshold_low
-        for frame, vector, frame_score in score_frames(run, explain=explain, decoded=decoded):
+        others = comparison.detectors.values() if comparison is not None else ()
+        for frame, vector, frame_score in score_frames(run, explain=explain, decoded=decoded,
+                                                       others=others):
             if comparison is not None:
                 comparison.add(frame, vector, frame_score)
             session.add(frame, vector, frame_score)
