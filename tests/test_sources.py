@@ -19,6 +19,7 @@ import pytest
 
 from conftest import WAVING_TREES as SHARED_WAVING_TREES
 from videvent.sources import Frame, SourceError, open_source
+from videvent.sources.base import spread
 from videvent.sources.images import ImageSequenceSource
 from videvent.sources.opencv import OpenCVSource
 from videvent.sources.pyav import PyAVSource, limited_to_full_range
@@ -139,6 +140,39 @@ def test_seek_gives_the_frames_of_the_source(videos, kind, backend, start):
     assert [frame_number(frame.image) for frame in frames] == expected
     assert [frame.time_s for frame in frames] == pytest.approx([i / FPS for i in expected],
                                                              abs=1e-3)
+
+
+def runs_of(indices: list[int]) -> list[list[int]]:
+    """``indices`` (ascending) cut into runs of consecutive numbers."""
+    runs = [[indices[0]]]
+    for index in indices[1:]:
+        if index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
+
+
+@pytest.mark.parametrize("kind", ["mp4", "avi"])
+@pytest.mark.parametrize("backend", ["pyav", "pyav-large", "opencv"])
+def test_sample_spreads_frames_over_the_whole_file(videos, kind, backend, monkeypatch):
+    """Frames for seeding, each the picture of its index: from a file read whole (small),
+    single frames as many as asked for, evenly spread; where each place costs a seek, runs
+    of ``sample_run`` frames at the start and near the end."""
+    if backend == "pyav-large":
+        monkeypatch.setattr("videvent.sources.pyav.SMALL_FILE_PIXELS", 0)
+    with open_source(videos[kind], backend=backend.removesuffix("-large")) as source:
+        frames = list(source.sample(8))
+        run_length = source.sample_run
+    indices = [frame.index for frame in frames]
+    assert [frame_number(frame.image) for frame in frames] == indices
+    if backend == "pyav":
+        assert indices == spread(FRAMES, 8)
+        return
+    runs = runs_of(indices)
+    assert run_length == 4 and indices == sorted(set(indices)) and len(indices) <= 8
+    assert runs[0] == [0, 1, 2, 3] and all(len(run) <= run_length for run in runs)
+    assert runs[-1][0] >= FRAMES // 2          # the mp4's last keyframe (24) or frame 35
 
 
 @pytest.mark.parametrize("container_format, suffix", [("mpegts", "ts"), ("matroska", "mkv")])
@@ -278,6 +312,13 @@ def test_image_sequence_fps_colour_and_seek(png_folder):
     assert [frame.index for frame in frames] == [4, 5, 6]
     assert [frame.time_s for frame in frames] == pytest.approx([0.4, 0.5, 0.6])
     assert frames[0].image.shape == (HEIGHT, WIDTH, 3)
+
+
+def test_image_sequence_samples_single_frames_spread_over_it(png_folder):
+    with open_source(png_folder) as source:
+        frames = list(source.sample(5))
+    assert [frame.index for frame in frames] == spread(12, 5) == [0, 3, 6, 8, 11]
+    assert [frame_number(frame.image) for frame in frames] == [0, 3, 6, 8, 11]
 
 
 def write_numbered(folder: Path, first: int, count: int) -> None:

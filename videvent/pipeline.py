@@ -45,8 +45,6 @@ WARMUP_SECONDS = 3.0
 # A switched light has settled when the brightness held for this long (the detector's
 # ``SETTLED_MOTION``).
 SETTLE_SECONDS = 0.5
-# A seed is read as short runs of consecutive frames: a run costs one seek.
-SEED_GROUP = 4
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.
 RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
@@ -92,7 +90,7 @@ def seed_detector(run: "Pass", *others: SubspaceWindowDetector) -> int:
         return 0
     window = run.detector.model.window
     vectors = [run.preprocess(frame.image)
-               for frame in run.source.sample(window // SEED_GROUP, SEED_GROUP)
+               for frame in run.source.sample(window)
                if frame.image is not None]
     used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
             for detector in (run.detector, *others)]

@@ -56,12 +56,6 @@ LIT_BLOCK_CHANGE = 0.05
 # (development set: a light switched on is labelled through the exposure's overshoot; the
 # closet's ten switches F1 0.85 without this, 0.97 with it).
 SETTLED_MOTION = 0.02
-# Share of ``static_after`` the model alone must find every frame unusual, with the start's
-# twin finding them usual, for the twin to take over where the picture never stands still:
-# a curtain or escalators where the warm-up learned people (development set, escalators:
-# F1 0.91 at 1, the clip ending first, 0.97 at 0.5, 0.96 at 0.3; the curtain 0.87, 0.87,
-# 0.90; the rest unchanged).
-TWIN_TAKES_OVER_AFTER = 0.5
 
 
 class SubspaceWindowDetector:
@@ -326,9 +320,9 @@ class SubspaceWindowDetector:
         model alone finds the frame unusual, where the picture has stood still for
         ``settle_frames`` (the empty scene where the warm-up learned someone: a ghost), or, in
         a scene that never stands still (a curtain, an escalator), once the model alone has
-        found every frame unusual for half of ``static_after`` (``TWIN_TAKES_OVER_AFTER``),
-        the time a lasting change takes to be background anyway; it goes when both find the
-        frame usual, and at the latest when the window is full."""
+        found every frame unusual for ``static_after``, the time a lasting change takes to be
+        background anyway; it goes when both find the frame usual, and at the latest when the
+        window is full."""
         model, twin = self.model, self.start_reference_
         if model.n_filled_ >= model.window:
             self.start_reference_ = None
@@ -343,7 +337,7 @@ class SubspaceWindowDetector:
         self._alone_unusual_for += 1
         if ((self.regions.still_for_[unusual] >= self.settle_frames).all()
                 or (self.static_after is not None
-                    and self._alone_unusual_for >= TWIN_TAKES_OVER_AFTER * self.static_after)):
+                    and self._alone_unusual_for >= self.static_after)):
             # Become the twin (a copy of this detector, state and all): its window of frames
             # from the whole file, unpinned, and those it learned since replaces the model's.
             counts = (self.seeded_, self.start_reference_frames_)

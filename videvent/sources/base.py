@@ -58,9 +58,14 @@ class FrameSource(ABC):
         passes from one capture. A live source can only go on from where it is.
         """
 
-    def sample(self, groups: int, group_length: int) -> Iterator[Frame]:
-        """About ``groups`` runs of ``group_length`` consecutive frames, spread evenly over a
-        source of known length (for seeding a model with the whole video's look).
+    # Frames ``sample`` reads in a row at each place it visits: where a seek costs more than
+    # a frame (a video decodes from the keyframe before the place), a few per seek.
+    sample_run = 4
+
+    def sample(self, count: int) -> Iterator[Frame]:
+        """About ``count`` frames spread evenly over a source of known length (for seeding a
+        model with the whole video's look): single frames where reading any frame costs the
+        same, else runs of ``sample_run`` consecutive frames at ``count // sample_run`` places.
 
         Backends that seek cheaply only to keyframes start each run at the keyframe before
         its place. Yields nothing for live sources or sources of unknown length.
@@ -68,10 +73,10 @@ class FrameSource(ABC):
         if self.is_live or not self.frame_count:
             return
         seen = -1
-        for start in spread(self.frame_count, groups):
+        for start in spread(self.frame_count, max(1, count // self.sample_run)):
             if start <= seen:
                 continue
-            for frame in self.frames(start, min(start + group_length, self.frame_count)):
+            for frame in self.frames(start, min(start + self.sample_run, self.frame_count)):
                 seen = frame.index
                 yield frame
 

@@ -84,6 +84,7 @@ class ImageSequenceSource(FrameSource):
     """A list of image files read one by one with cv2.imread; times are index / fps."""
 
     is_live = False
+    sample_run = 1                     # any image is read as cheaply as the next
 
     def __init__(self, paths: Sequence[str], *, uri: str, name: str, colour: bool = False,
                  fps: float | None = None, keep_colour: bool = False) -> None:

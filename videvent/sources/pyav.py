@@ -79,17 +79,17 @@ class PyAVSource(FrameSource):
         self._check_pass(start, end)
         return self._frames(start, end)
 
-    def sample(self, groups: int, group_length: int) -> Iterator[Frame]:
+    def sample(self, count: int) -> Iterator[Frame]:
         # A small file is read once, in order: it costs less than it takes to decode, and its
-        # keyframes may be too few to seek to (a camera clip can have one). A larger one: each
-        # run starts at the keyframe before its place, since seeking anywhere else would
-        # decode from that keyframe on, up to a few hundred frames for each run.
+        # keyframes may be too few to seek to (a camera clip can have one); any frame then
+        # costs the same, so the sample is of single frames, as many moments as frames. A
+        # larger one: each run starts at the keyframe before its place, since seeking anywhere
+        # else would decode from that keyframe on, up to a few hundred frames for each run.
         self._check_pass(0, None)
         if not self.frame_count:
             return
         if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS:
-            wanted = {start + offset for start in spread(self.frame_count, groups)
-                      for offset in range(group_length)}
+            wanted = set(spread(self.frame_count, count))
             yield from (frame for frame in self._frames(0, max(wanted) + 1)
                         if frame.index in wanted)
             return
@@ -97,7 +97,7 @@ class PyAVSource(FrameSource):
         try:
             reformatter = VideoReformatter()
             seen = -1
-            for start in spread(self.frame_count, groups):
+            for start in spread(self.frame_count, max(1, count // self.sample_run)):
                 if seen >= 0:
                     keyframe = self._keyframe_before(container, start)
                     if keyframe is not None and keyframe <= seen:
@@ -107,7 +107,7 @@ class PyAVSource(FrameSource):
                 if positioned is None:
                     continue
                 index, items = positioned
-                for pts, frame in itertools.islice(items, group_length):
+                for pts, frame in itertools.islice(items, self.sample_run):
                     if index > seen and frame is not None:
                         seen = index
                         yield Frame(index, self._time(pts, index),
