@@ -170,11 +170,25 @@ def test_waving_trees_default_settings(tmp_path, waving_trees, span):
     """The paper's sequence: the person (243..258) is flagged, the waving tree never, and not
     by the luck of which frames the learning stride picks (the background span sets it)."""
     options = ("--background-span", span) if span else ()
-    _, scores, _ = run_and_read(tmp_path, waving_trees / "frames" / "b%05d.bmp", "--fps", "15",
-                                *options)
+    result, scores, events = run_and_read(tmp_path, waving_trees / "frames" / "b%05d.bmp",
+                                          "--fps", "15", *options)
+    assert "15 fps," in result.stderr and events["source"]["fps_assumed"] is False
     flagged = np.flatnonzero(scores["flagged"])
     assert set(range(243, 259)) <= set(flagged)
     assert flagged.min() >= 240 and flagged.max() <= 262
+
+
+def test_a_rate_assumed_for_images_is_said_so(tmp_path):
+    """Images carry no timing: without --fps the run counts its times at 25 fps, and says so
+    where a user reads it and in events.json."""
+    folder = tmp_path / "shots"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        cv2.imwrite(str(folder / f"shot{i}.png"), rng.integers(90, 110, (48, 64), np.uint8))
+    result, _, events = run_and_read(tmp_path, folder, "--no-plot")
+    assert "25 fps (assumed: it gives no rate; --fps sets it)" in result.stderr
+    assert events["source"]["fps"] == 25 and events["source"]["fps_assumed"] is True
 
 
 def test_a_light_switched_on_in_real_footage_is_one_event_through_the_exposure_swing(tmp_path):

@@ -97,7 +97,7 @@ def test_video_metadata(videos, kind, backend):
         assert (source.width, source.height) == (WIDTH, HEIGHT)
         assert source.fps == pytest.approx(FPS)
         assert source.frame_count == FRAMES
-        assert source.is_live is False
+        assert source.is_live is False and source.fps_assumed is False
         assert source.name == "clip"
         assert source.uri == str(videos[kind])
 
@@ -300,6 +300,7 @@ def test_folder_of_pngs(png_folder):
         assert source.name == "shots"
         assert source.frame_count == 12
         assert (source.width, source.height, source.fps) == (WIDTH, HEIGHT, 25)
+        assert source.fps_assumed is True              # images give no rate: the default
         frames = list(source.frames())
     assert [frame_number(frame.image) for frame in frames] == list(range(12))
     assert [frame.time_s for frame in frames] == pytest.approx([i / 25 for i in range(12)])
@@ -308,6 +309,7 @@ def test_folder_of_pngs(png_folder):
 
 def test_image_sequence_fps_colour_and_seek(png_folder):
     with open_source(png_folder, fps=10, colour=True) as source:
+        assert source.fps_assumed is False
         frames = list(source.frames(4, 7))
     assert [frame.index for frame in frames] == [4, 5, 6]
     assert [frame.time_s for frame in frames] == pytest.approx([0.4, 0.5, 0.6])
@@ -331,10 +333,12 @@ def test_printf_pattern(tmp_path):
     write_numbered(tmp_path / "seq", 0, 10)
     with open_source(str(tmp_path / "seq" / "b%05d.png"), fps=5) as source:
         assert isinstance(source, OpenCVSource)
-        assert source.frame_count == 10
+        assert source.frame_count == 10 and source.fps_assumed is False
         frames = list(source.frames())
     assert [frame_number(frame.image) for frame in frames] == list(range(10))
     assert [frame.time_s for frame in frames] == pytest.approx([i / 5 for i in range(10)])
+    with open_source(str(tmp_path / "seq" / "b%05d.png")) as source:
+        assert (source.fps, source.fps_assumed) == (25, True)
 
 
 def test_printf_pattern_numbered_from_100(tmp_path):

@@ -332,6 +332,7 @@ class Session:
         height, width = run.frame_shape[:2]
         record = {
             "uri": source_uri(source.uri), "name": source.name, "fps": source.fps,
+            "fps_assumed": source.fps_assumed,
             "frame_count": source.frame_count, "width": source.width, "height": source.height,
             "working_width": width, "working_height": height, "first_frame": run.start,
             "absorb_after_frames": run.detector.static_after,

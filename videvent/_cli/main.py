@@ -152,6 +152,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         to_scan = frames_to_scan(settings, src)
         if not quiet:
             click.echo(f"Scanning {src.name}: {src.width}x{src.height}, {src.fps:g} fps"
+                       + (" (assumed: it gives no rate; --fps sets it)" if src.fps_assumed
+                          else "")
                        + (f", {_frames(to_scan)}" if to_scan else "")
                        + (f" of {src.frame_count}" if to_scan and to_scan != src.frame_count
                           else ""), err=True)

@@ -49,6 +49,9 @@ class FrameSource(ABC):
     width: int
     height: int
     is_live: bool
+    # True when neither the source nor the caller gave a frame rate and DEFAULT_FPS stands in
+    # (images carry no timing): every time setting then counts frames at a guessed rate.
+    fps_assumed: bool = False
 
     @abstractmethod
     def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
@@ -117,6 +120,15 @@ def spread(length: int, count: int) -> list[int]:
     if length <= 0 or count <= 0:
         return []
     return sorted({int(round(i)) for i in np.linspace(0, length - 1, min(count, length))})
+
+
+def frame_rate(*candidates: float | None) -> tuple[float, bool]:
+    """The first plausible rate of ``candidates`` (the source's, then the caller's), or
+    DEFAULT_FPS; and whether it is that default, assumed."""
+    for candidate in candidates:
+        if (fps := usable_fps(candidate)) is not None:
+            return fps, False
+    return DEFAULT_FPS, True
 
 
 def usable_fps(value: float | None) -> float | None:

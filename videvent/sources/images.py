@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
+from .base import Frame, FrameSource, SourceError, frame_rate
 
 IMAGE_EXTENSIONS = frozenset({".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp"})
 # The one integer conversion of a printf pattern such as "b%05d.bmp".
@@ -90,7 +90,7 @@ class ImageSequenceSource(FrameSource):
                  fps: float | None = None, keep_colour: bool = False) -> None:
         self.uri = uri
         self.name = name
-        self.fps = usable_fps(fps) or DEFAULT_FPS
+        self.fps, self.fps_assumed = frame_rate(fps)
         self.frame_count = len(paths)
         self._paths = list(paths)
         self._flags = cv2.IMREAD_COLOR if colour else cv2.IMREAD_GRAYSCALE

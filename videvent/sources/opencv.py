@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, usable_fps
+from .base import Frame, FrameSource, SourceError, frame_rate
 
 # How long a network stream may take to open or to deliver a frame before it counts as ended.
 STREAM_TIMEOUT_MS = 10_000
@@ -40,11 +40,8 @@ class OpenCVSource(FrameSource):
         self._keep_colour = keep_colour
         self._closed = False
         self._capture = self._open_capture()
-        reported_fps = usable_fps(self._capture.get(cv2.CAP_PROP_FPS))
-        if fixed_rate:
-            self.fps = usable_fps(fps) or DEFAULT_FPS
-        else:
-            self.fps = reported_fps or usable_fps(fps) or DEFAULT_FPS
+        reported_fps = None if fixed_rate else self._capture.get(cv2.CAP_PROP_FPS)
+        self.fps, self.fps_assumed = frame_rate(reported_fps, fps)
         count = self._capture.get(cv2.CAP_PROP_FRAME_COUNT)
         known = math.isfinite(count) and count > 0 and not is_live
         self.frame_count = round(count) if known else None

@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from .base import DEFAULT_FPS, Frame, FrameSource, SourceError, spread, usable_fps
+from .base import Frame, FrameSource, SourceError, frame_rate, spread, usable_fps
 
 # Pixel formats whose first plane is the full-resolution 8-bit luma (Y) plane.
 _LUMA_PLANE_FORMATS = frozenset({
@@ -61,7 +61,7 @@ class PyAVSource(FrameSource):
                 raise SourceError(f"cannot open {self.uri!r}: it has no video stream")
             self._stream_index = stream.index
             self._time_base = stream.time_base
-            self.fps = _nominal_fps(stream) or usable_fps(fps) or DEFAULT_FPS
+            self.fps, self.fps_assumed = frame_rate(_nominal_fps(stream), fps)
             self.frame_count = _frame_count(container, stream, self.fps)
             # Decode up to the first good frame: it proves the file is readable and gives the
             # true size and the timestamp that frame 0 (time 0) stands for.
