@@ -92,14 +92,14 @@ def loop_clip(source: Path, path: Path, times: int) -> None:
     os.replace(temporary, path)
 
 
-def timed(command: list[str]) -> float:
-    """Wall seconds of a child process."""
+def timed(command: list[str]) -> tuple[float, bytes]:
+    """Wall seconds and standard output of a child process."""
     start = time.perf_counter()
-    process = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.run(command, capture_output=True)
     elapsed = time.perf_counter() - start
     if process.returncode != 0:
         raise SystemExit(f"failed: {' '.join(command)}\n{process.stderr.decode()[-2000:]}")
-    return elapsed
+    return elapsed, process.stdout
 
 
 # A child's peak RSS counts the memory of the process it was started from (the kernel carries
@@ -112,13 +112,8 @@ REPORT_PEAK = ("import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:
 
 def timed_peak(command: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of a command, started from a small launcher."""
-    start = time.perf_counter()
-    process = subprocess.run([sys.executable, "-c", REPORT_PEAK, *command],
-                             capture_output=True)
-    elapsed = time.perf_counter() - start
-    if process.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(command)}\n{process.stderr.decode()[-2000:]}")
-    return elapsed, int(process.stdout.split()[-1])
+    elapsed, output = timed([sys.executable, "-c", REPORT_PEAK, *command])
+    return elapsed, int(output.split()[-1])
 
 
 def decode_only(clip: Path) -> None:
@@ -154,7 +149,7 @@ def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
     best = {name: float("inf") for name in commands}
     for _ in range(2):
         for name, command in commands.items():
-            best[name] = min(best[name], timed(command))
+            best[name] = min(best[name], timed(command)[0])
     return {name: frames / seconds for name, seconds in best.items()}
 
 
@@ -276,7 +271,7 @@ def main() -> None:
     loop_clip(clip, long_clip, max(1, args.long_minutes * 60 // args.seconds))
     for path in (one_minute, long_clip):
         seconds, rss = timed_peak([sys.executable, "-m", "videvent", "run", str(path), "-q",
-                              "-d", str(path.with_suffix(".videvent"))])
+                                   "-d", str(path.with_suffix(".videvent"))])
         with open_source(path) as source:
             count = source.frame_count
         print(f"   {path.name:28s} {count:6d} frames  {rss / 1024:7.1f} MiB peak  "

@@ -164,6 +164,7 @@ def test_sample_spreads_frames_over_the_whole_file(videos, kind, backend, monkey
     with open_source(videos[kind], backend=backend.removesuffix("-large")) as source:
         frames = list(source.sample(8))
         run_length = source.sample_run
+        assert list(source.sample(0)) == []
     indices = [frame.index for frame in frames]
     assert [frame_number(frame.image) for frame in frames] == indices
     if backend == "pyav":

@@ -73,7 +73,7 @@ class FrameSource(ABC):
         Backends that seek cheaply only to keyframes start each run at the keyframe before
         its place. Yields nothing for live sources or sources of unknown length.
         """
-        if self.is_live or not self.frame_count:
+        if self.is_live or not self.frame_count or count < 1:
             return
         seen = -1
         for start in spread(self.frame_count, max(1, count // self.sample_run)):

@@ -86,7 +86,7 @@ class PyAVSource(FrameSource):
         # larger one: each run starts at the keyframe before its place, since seeking anywhere
         # else would decode from that keyframe on, up to a few hundred frames for each run.
         self._check_pass(0, None)
-        if not self.frame_count:
+        if not self.frame_count or count < 1:
             return
         if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS:
             wanted = set(spread(self.frame_count, count))
