@@ -11,26 +11,39 @@ events per clip), once per configuration, and prints one table with a column gro
 ``--dvr-scan-python`` names a Python that has ``dvr_scan`` installed (its own venv: DVR-Scan is
 never a dependency of videvent). ``videvent`` must be on PATH (this venv's). Skips cleanly, with
 a message, when the shared data set is absent.
+
+``--started-mid-event`` scores, instead, each clip re-encoded to start in the middle of its
+longest event (its frames from there to the end, then from the start: a stand-in for footage
+the set does not have, where something is in view when the recording starts). The labels move
+with the frames; the second around the cut, where the scene jumps, is not scored.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
+
+import av
 
 HERE = Path(__file__).resolve().parent
 SCORER = HERE.parent.parent / "shared" / "tools" / "score_clips.py"
+DEVSET = HERE.parent.parent / "shared" / "datasets" / "devset" / "clips.json"
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+/\d+)\s+(\d+)\s*$")
 
 
-def score(python: str, who: str, options: list[str]) -> dict[str, dict]:
-    """Per-clip metrics from one run of the shared scorer."""
+def score(python: str, who: str, options: list[str], clips_json: Path | None = None
+          ) -> dict[str, dict]:
+    """Per-clip metrics from one run of the shared scorer (on ``clips_json``'s clips if given)."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    if clips_json is not None:
+        env.update(CLIPS_JSON=str(clips_json), CLIPS_DIR=str(clips_json.parent))
     process = subprocess.run([python, str(SCORER), who, *options], capture_output=True,
                              text=True, env=env, timeout=3600)
     rows = {}
@@ -47,9 +60,70 @@ def score(python: str, who: str, options: list[str]) -> dict[str, dict]:
     return rows
 
 
+def started_mid_event(work: Path) -> Path:
+    """The development set, each clip re-encoded in ``work`` to start in the middle of its
+    longest event; returns the clips file (the scorer's format) describing them."""
+    clips = json.loads(DEVSET.read_text())
+    described = {}
+    for name, clip in clips.items():
+        frames = clip["frames"]
+        first, last = max(clip["event_frames"], key=lambda event: event[1] - event[0])
+        cut = (first + last) // 2
+        path = work / name / f"{name}.mp4"
+        if not path.exists():
+            rotate_video(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut,
+                         clip["fps"] or 25)
+        fps = clip["fps"] or 25
+        joint = frames - cut                       # where the clip's first frame lands
+        described[name] = {
+            **{key: clip[key] for key in ("fps", "what") if key in clip},
+            "folder": name, "source": path.name, "frames": frames,
+            "event_frames": moved(clip["event_frames"], cut, frames),
+            "uncertain": moved(clip.get("uncertain", []), cut, frames)
+            + [[max(0, joint - round(fps)), min(frames - 1, joint + round(fps))]],
+        }
+    clips_json = work / "clips.json"
+    clips_json.write_text(json.dumps(described, indent=1))
+    return clips_json
+
+
+def moved(ranges: list[list[int]], cut: int, frames: int) -> list[list[int]]:
+    """Inclusive frame ranges renumbered for a clip that starts at frame ``cut`` and goes on
+    from frame 0 after its last frame; a range that spans the cut comes out as two."""
+    out = []
+    for first, last in ranges:
+        pieces = [[first, last]] if last < cut or first >= cut else [[first, cut - 1], [cut, last]]
+        out += [[(a - cut) % frames, (b - cut) % frames] for a, b in pieces]
+    return sorted(out)
+
+
+def rotate_video(source: Path, path: Path, frames: int, cut: int, fps: float) -> None:
+    """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, as near-lossless
+    H.264 in ``path`` (written under a temporary name, then renamed)."""
+    with av.open(str(source)) as container:
+        pictures = [frame.to_ndarray(format="bgr24")
+                    for frame in container.decode(video=0)][:frames]
+    pictures = pictures[cut:] + pictures[:cut]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".part.mp4")
+    with av.open(str(temporary), "w") as output:
+        stream = output.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001),
+                                   options={"crf": "10"})
+        stream.height, stream.width = (size - size % 2 for size in pictures[0].shape[:2])
+        stream.pix_fmt = "yuv420p"
+        for picture in pictures:
+            frame = av.VideoFrame.from_ndarray(picture[:stream.height, :stream.width],
+                                               format="bgr24")
+            output.mux(stream.encode(frame))
+        output.mux(stream.encode())
+    os.replace(temporary, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dvr-scan-python", help="a Python with dvr_scan installed")
+    parser.add_argument("--started-mid-event", metavar="WORK", type=Path,
+                        help="score the clips re-encoded into WORK to start mid-event")
     parser.add_argument("--also", action="append", default=[],
                         help="another videvent configuration: its run options, each as one "
                              "word (--also=--method=ancp)")
@@ -57,6 +131,8 @@ def main() -> None:
     if not SCORER.exists():
         print(f"skipped: {SCORER} is absent (the shared development set is not here)")
         return
+    clips_json = None if args.started_mid_event is None else started_mid_event(
+        args.started_mid_event)
     # Options with values as one word (--method=pca): the scorer takes bare words for clips.
     configurations = [("defaults", "videvent", []), ("--method=pca", "videvent",
                                                      ["--method=pca"])]
@@ -67,7 +143,7 @@ def main() -> None:
     for name, who, options in configurations:
         started = time.perf_counter()
         python = args.dvr_scan_python if who == "dvrscan" else sys.executable
-        results[name] = score(python, who, options)
+        results[name] = score(python, who, options, clips_json)
         print(f"scored {name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     clips = list(next(iter(results.values())))
     header = f"{'clip':34}" + "".join(f" | {name[:22]:>22} F1   AUC   hit false"
