@@ -27,14 +27,16 @@ import re
 import subprocess
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
-
-import av
 
 HERE = Path(__file__).resolve().parent
 SCORER = HERE.parent.parent / "shared" / "tools" / "score_clips.py"
 DEVSET = HERE.parent.parent / "shared" / "datasets" / "devset" / "clips.json"
+sys.path.insert(0, str(HERE.parent))
+from videvent.output.video import VideoWriter  # noqa: E402
+from videvent.sources import open_source  # noqa: E402
+from videvent.sources.base import DEFAULT_FPS  # noqa: E402
+
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+/\d+)\s+(\d+)\s*$")
 
 
@@ -71,16 +73,16 @@ def started_mid_event(work: Path) -> Path:
         cut = (first + last) // 2
         path = work / name / f"{name}.mp4"
         if not path.exists():
-            rotate_video(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut,
-                         clip["fps"] or 25)
-        fps = clip["fps"] or 25
+            path.parent.mkdir(parents=True, exist_ok=True)
+            rotate_video(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut)
+        second = round(clip["fps"] or DEFAULT_FPS)
         joint = frames - cut                       # where the clip's first frame lands
         described[name] = {
             **{key: clip[key] for key in ("fps", "what") if key in clip},
             "folder": name, "source": path.name, "frames": frames,
             "event_frames": moved(clip["event_frames"], cut, frames),
             "uncertain": moved(clip.get("uncertain", []), cut, frames)
-            + [[max(0, joint - round(fps)), min(frames - 1, joint + round(fps))]],
+            + [[max(0, joint - second), min(frames - 1, joint + second)]],
         }
     clips_json = work / "clips.json"
     clips_json.write_text(json.dumps(described, indent=1))
@@ -97,26 +99,18 @@ def moved(ranges: list[list[int]], cut: int, frames: int) -> list[list[int]]:
     return sorted(out)
 
 
-def rotate_video(source: Path, path: Path, frames: int, cut: int, fps: float) -> None:
-    """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, as near-lossless
-    H.264 in ``path`` (written under a temporary name, then renamed)."""
-    with av.open(str(source)) as container:
-        pictures = [frame.to_ndarray(format="bgr24")
-                    for frame in container.decode(video=0)][:frames]
-    pictures = pictures[cut:] + pictures[:cut]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".part.mp4")
-    with av.open(str(temporary), "w") as output:
-        stream = output.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001),
-                                   options={"crf": "10"})
-        stream.height, stream.width = (size - size % 2 for size in pictures[0].shape[:2])
-        stream.pix_fmt = "yuv420p"
-        for picture in pictures:
-            frame = av.VideoFrame.from_ndarray(picture[:stream.height, :stream.width],
-                                               format="bgr24")
-            output.mux(stream.encode(frame))
-        output.mux(stream.encode())
-    os.replace(temporary, path)
+def rotate_video(source: Path, path: Path, frames: int, cut: int) -> None:
+    """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, re-encoded close
+    to the source in ``path`` (decoded twice, so no more than a frame is held)."""
+    with open_source(source, colour=True) as video:
+        writer = VideoWriter(path, video.width, video.height, video.fps, crf=10)
+        picture = None
+        for start, end in ((cut, frames), (0, cut)):
+            for frame in video.frames(start, end):
+                # a frame that would not decode keeps its place, as the labels count it
+                picture = picture if frame.image is None else frame.image
+                writer.write(picture)
+        writer.close()
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ import numpy as np
 
 from .folder import partial_path
 
-# Quality for people to look at: visually clean at a fraction of the source's bit rate.
-X264_OPTIONS = {"crf": "23", "preset": "veryfast", "movflags": "+faststart"}
+# Quick to encode, and playable while it downloads.
+X264_OPTIONS = {"preset": "veryfast", "movflags": "+faststart"}
 
 
 def frame_rate(fps: float) -> Fraction:
@@ -25,9 +25,14 @@ def frame_rate(fps: float) -> Fraction:
 
 
 class VideoWriter:
-    """Append BGR frames of one size to an H.264 MP4; ``close()`` puts the file in place."""
+    """Append BGR frames of one size to an H.264 MP4; ``close()`` puts the file in place.
 
-    def __init__(self, path: str | os.PathLike, width: int, height: int, fps: float):
+    ``crf``: x264's quality; the default is for people to look at (visually clean at a fraction
+    of the source's bit rate), lower keeps closer to the source (footage re-encoded for a
+    benchmark: 10)."""
+
+    def __init__(self, path: str | os.PathLike, width: int, height: int, fps: float, *,
+                 crf: int = 23):
         # yuv420p stores colour per 2x2 block, so H.264 players need even sizes: an odd
         # width or height gets one repeated column or row.
         self.size = (height, width)   # of the pictures it takes
@@ -37,7 +42,7 @@ class VideoWriter:
         self._temporary = partial_path(self.path)
         self._container = av.open(str(self._temporary), mode="w", format="mp4")
         self._stream = self._container.add_stream("libx264", rate=frame_rate(fps),
-                                                  options=dict(X264_OPTIONS))
+                                                  options={**X264_OPTIONS, "crf": str(crf)})
         self._stream.width, self._stream.height = width, height
         self._stream.pix_fmt = "yuv420p"
         self.frames_written = 0
