@@ -152,6 +152,23 @@ def test_the_twin_takes_over_from_a_ghost_that_never_stands_still():
     assert (scores[detector.start_reference_adopted_ + 1:] < 4.5).all()
 
 
+def test_the_twin_stays_past_a_warm_up_that_filled_the_window_while_it_sees_the_event():
+    """A high frame rate: the warm-up fills the whole window with frames of what is in view
+    then (traffic). The twin, which knows the file's look, keeps judging it as long as it
+    lasts, not only until the window is full; when it leaves, the twin takes over."""
+    rng = np.random.default_rng(5)
+    frames = add_patch(scene(rng, 300), 0, 99)            # moving from frame 0 to 99
+    detector = Detector(window=25, stride=10)              # warm-up: 25 frames, the window
+    detector.seed_reference([frames[i].ravel() for i in range(0, 300, 12)])
+    scores = scores_of(feed(detector, frames))
+    assert (scores[:100] > 7).all()
+    assert 100 < detector.start_reference_adopted_ <= 100 + 12 + 2
+    assert (scores[detector.start_reference_adopted_ + 1:] < 4.5).all()
+    # The model alone learned the patch in its warm-up, the whole window.
+    alone = scores_of(feed(Detector(window=25, stride=10), frames))
+    assert (alone[25:100] < 4.5).all()
+
+
 def test_a_presence_that_keeps_moving_is_flagged_as_long_as_it_lasts():
     rng = np.random.default_rng(4)
     # 200 frames: 2.5x the static time, 40% of the time the window spans (500 frames)
