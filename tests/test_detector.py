@@ -305,6 +305,27 @@ def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles(
     assert (scores[settled + 1:] < 4.5).all()           # and is the background from then on
 
 
+def test_in_a_video_mostly_dark_the_lit_start_is_judged_against_darkness():
+    """A room lit only while someone is in it, the recording starting while they are: every
+    lit frame of the file shows them, so the file's pictures cannot say what is usual; its
+    usual look is darkness, and the start is an event from the first frame, undamped."""
+    rng = np.random.default_rng(13)
+    frames = add_patch(scene(rng, 300), 0, 79)           # lit with a person, then dark
+    frames[80:] = 0
+    health = ["ok"] * 80 + [BLANK] * 220
+    detector = Detector(window=30, static_after=40, warmup=25)
+    assert detector.seed_reference([frames[i].ravel() for i in range(0, 300, 10)]) == 22
+    results = [detector.process_frame(i, i / 10, x.ravel(), state)
+               for i, (x, state) in enumerate(zip(frames, health))]
+    scores = scores_of(results)
+    assert (scores[:80] > 7).all() and (scores[80:] == 0).all()
+    # Seeded from its lit frames alone (as when most of the file is lit), the twin learns the
+    # person: the start is the model's damped warm-up.
+    lit = Detector(window=30, static_after=40, warmup=25)
+    lit.seed_reference([frames[i].ravel() for i in range(0, 80, 2)])
+    assert (scores_of(feed(lit, frames[:80]))[:10] < 4.5).all()
+
+
 def test_the_light_coming_back_on_the_scene_the_model_knows_is_a_short_event():
     """The switch is an event at most while the brightness still moves (``settle_frames``),
     then the model, which knows the scene, explains it: nothing is rebuilt or absorbed."""

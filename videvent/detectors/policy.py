@@ -175,10 +175,14 @@ class DarkScene:
     def blank(self, brightness: float) -> None:
         self.dark_for_ += 1
         if self.dark_for_ >= self.static_after:
-            self.active_ = True
-            self.dark_brightness_ = brightness
-            self.settled_for_ = 0
-            self._reference = None
+            self.darken(brightness)
+
+    def darken(self, brightness: float) -> None:
+        """Darkness of this brightness is the background from now on."""
+        self.active_ = True
+        self.dark_brightness_ = brightness
+        self.settled_for_ = 0
+        self._reference = None
 
     def leave(self) -> None:
         """The picture is one the model knows: darkness is no longer the background."""

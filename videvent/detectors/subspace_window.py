@@ -141,9 +141,20 @@ class SubspaceWindowDetector:
 
         The inlier scores pick the background among them, so an event in view from the first
         frame does not become the background. They stay in the window for good (half of it at
-        most), so the model never forgets the video's usual look. Returns how many were used.
+        most), so the model never forgets the video's usual look. If most of them are blank,
+        darkness is that look instead. Returns how many were used.
         """
-        frames = [x for x in frames if frame_health(x, None) == OK]  # blank ones say nothing
+        frames = list(frames)
+        health = [frame_health(x, None) for x in frames]
+        dark = [x for x, state in zip(frames, health) if state == BLANK]
+        frames = [x for x, state in zip(frames, health) if state == OK]
+        if self.dark is not None and len(dark) > len(frames):
+            # Darkness is the video's usual look (a room lit only while someone is in it): a
+            # picture is an event until it stands still, as after a lasting darkness, and the
+            # model knows no lit scene to end the darkness at once.
+            self.dark.darken(statistics.median(brightness_of(x) for x in dark))
+            self.seeded_ = len(dark)
+            return len(dark)
         if len(frames) <= self.model.rank:
             return 0
         frames = frames[:self.model.window]
