@@ -155,9 +155,11 @@ def test_the_twin_takes_over_from_a_ghost_that_never_stands_still():
 def test_the_twin_stays_past_a_warm_up_that_filled_the_window_while_it_sees_the_event():
     """A high frame rate: the warm-up fills the whole window with frames of what is in view
     then (traffic). The twin, which knows the file's look, keeps judging it as long as it
-    lasts, not only until the window is full; when it leaves, the twin takes over."""
+    lasts, not only until the window is full; when it leaves, the twin takes over. At the
+    latest, it goes once the model's window has turned over."""
     rng = np.random.default_rng(5)
-    frames = add_patch(scene(rng, 300), 0, 99)            # moving from frame 0 to 99
+    empty = scene(rng, 300)
+    frames = add_patch(empty.copy(), 0, 99)               # moving from frame 0 to 99
     detector = Detector(window=25, stride=10)              # warm-up: 25 frames, the window
     detector.seed_reference([frames[i].ravel() for i in range(0, 300, 12)])
     scores = scores_of(feed(detector, frames))
@@ -167,6 +169,16 @@ def test_the_twin_stays_past_a_warm_up_that_filled_the_window_while_it_sees_the_
     # The model alone learned the patch in its warm-up, the whole window.
     alone = scores_of(feed(Detector(window=25, stride=10), frames))
     assert (alone[25:100] < 4.5).all()
+    # In view to the end (a file whose look, the seed, is the empty scene), the twin goes once
+    # the model's window has turned over: 25 frames learned after the warm-up, one in ten, so
+    # at frame 24 + 250.
+    busy = Detector(window=25, stride=10)
+    busy.seed_reference([empty[i].ravel() for i in range(0, 300, 12)])
+    frames = add_patch(empty.copy(), 0, 299)
+    feed(busy, frames[:274])
+    assert busy.start_reference_ is not None
+    feed(busy, frames[274:276], start=274)
+    assert busy.start_reference_ is None and busy.start_reference_adopted_ is None
 
 
 def test_a_presence_that_keeps_moving_is_flagged_as_long_as_it_lasts():

@@ -332,11 +332,16 @@ class SubspaceWindowDetector:
         ``settle_frames`` (the empty scene where the warm-up learned someone: a ghost), or, in
         a scene that never stands still (a curtain, an escalator), once the model alone has
         found every frame unusual for ``static_after``, the time a lasting change takes to be
-        background anyway; it goes when both find the frame usual. Not when the model's window
-        is full: at a high frame rate the warm-up fills it with a second or two of frames, and
-        a busy start (traffic) learned so densely hides what is in view then for a minute
-        (development set, traffic started mid-event: F1 0.86 going then, 0.93 staying)."""
+        background anyway; it goes when both find the frame usual, and at the latest once the
+        model has learned a window of frames since its warm-up (its window has turned over).
+        Not as soon as the model's window is full: at a high frame rate the warm-up fills it
+        with a second or two of frames, and a busy start (traffic) learned so densely hides
+        what is in view then for a minute (development set, traffic started mid-event: F1 0.86
+        going then, 0.93 staying)."""
         twin = self.start_reference_
+        if self.schedule.learned_ >= self.warmup + self.model.window:
+            self.start_reference_ = None
+            return
         if twin_score >= self.hot:
             self._alone_unusual_for = 0
             return
