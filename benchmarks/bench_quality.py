@@ -16,6 +16,9 @@ a message, when the shared data set is absent.
 longest event (its frames from there to the end, then from the start: a stand-in for footage
 the set does not have, where something is in view when the recording starts). The labels move
 with the frames; the second around the cut, where the scene jumps, is not scored.
+
+``--heavily-compressed`` scores, instead, each clip re-encoded at x264's CRF 36 (its default is
+23): blocky, with still areas coded as exact repeats, as a camera streams at a low bit rate.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ sys.path.insert(0, str(HERE.parent))
 from videvent.output.video import VideoWriter  # noqa: E402
 from videvent.sources import open_source  # noqa: E402
 from videvent.sources.base import DEFAULT_FPS  # noqa: E402
+
+# x264's constant rate factor for --heavily-compressed: a low-bit-rate camera stream's look.
+HEAVY_CRF = 36
+# ... and for the mid-event clips: close to the source, so the cut is what differs.
+FAITHFUL_CRF = 10
 
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+/\d+)\s+(\d+)\s*$")
 
@@ -74,7 +82,8 @@ def started_mid_event(work: Path) -> Path:
         path = work / name / f"{name}.mp4"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            rotate_video(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut)
+            reencode(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut,
+                     FAITHFUL_CRF)
         second = round(clip["fps"] or DEFAULT_FPS)
         joint = frames - cut                       # where the clip's first frame lands
         described[name] = {
@@ -99,11 +108,28 @@ def moved(ranges: list[list[int]], cut: int, frames: int) -> list[list[int]]:
     return sorted(out)
 
 
-def rotate_video(source: Path, path: Path, frames: int, cut: int) -> None:
-    """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, re-encoded close
-    to the source in ``path`` (decoded twice, so no more than a frame is held)."""
+def heavily_compressed(work: Path) -> Path:
+    """The development set, each clip re-encoded in ``work`` at ``HEAVY_CRF``, labels as they
+    are; returns the clips file (the scorer's format) describing them."""
+    clips = json.loads(DEVSET.read_text())
+    described = {}
+    for name, clip in clips.items():
+        path = work / name / f"{name}.mp4"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            reencode(DEVSET.parent / clip["folder"] / clip["source"], path, clip["frames"], 0,
+                     HEAVY_CRF)
+        described[name] = {**clip, "folder": name, "source": path.name}
+    clips_json = work / "clips.json"
+    clips_json.write_text(json.dumps(described, indent=1))
+    return clips_json
+
+
+def reencode(source: Path, path: Path, frames: int, cut: int, crf: int) -> None:
+    """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, re-encoded at
+    ``crf`` in ``path`` (decoded twice, so no more than a frame is held)."""
     with open_source(source, colour=True) as video:
-        writer = VideoWriter(path, video.width, video.height, video.fps, crf=10)
+        writer = VideoWriter(path, video.width, video.height, video.fps, crf=crf)
         picture = None
         for start, end in ((cut, frames), (0, cut)):
             for frame in video.frames(start, end):
@@ -116,8 +142,11 @@ def rotate_video(source: Path, path: Path, frames: int, cut: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dvr-scan-python", help="a Python with dvr_scan installed")
-    parser.add_argument("--started-mid-event", metavar="WORK", type=Path,
-                        help="score the clips re-encoded into WORK to start mid-event")
+    stand_ins = parser.add_mutually_exclusive_group()
+    stand_ins.add_argument("--started-mid-event", metavar="WORK", type=Path,
+                           help="score the clips re-encoded into WORK to start mid-event")
+    stand_ins.add_argument("--heavily-compressed", metavar="WORK", type=Path,
+                           help=f"score the clips re-encoded into WORK at CRF {HEAVY_CRF}")
     parser.add_argument("--also", action="append", default=[],
                         help="another videvent configuration: its run options, each as one "
                              "word (--also=--method=ancp)")
@@ -125,8 +154,11 @@ def main() -> None:
     if not SCORER.exists():
         print(f"skipped: {SCORER} is absent (the shared development set is not here)")
         return
-    clips_json = None if args.started_mid_event is None else started_mid_event(
-        args.started_mid_event)
+    clips_json = None
+    if args.started_mid_event is not None:
+        clips_json = started_mid_event(args.started_mid_event)
+    elif args.heavily_compressed is not None:
+        clips_json = heavily_compressed(args.heavily_compressed)
     # Options with values as one word (--method=pca): the scorer takes bare words for clips.
     configurations = [("defaults", "videvent", []), ("--method=pca", "videvent",
                                                      ["--method=pca"])]
