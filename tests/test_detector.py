@@ -193,6 +193,20 @@ def test_a_presence_that_keeps_moving_is_flagged_as_long_as_it_lasts():
     assert not any(r.absorbed for r in results)
 
 
+def test_a_presence_in_the_first_minute_never_becomes_the_windows_majority():
+    """A low frame rate: a short warm-up, then the window fills one frame in three while
+    someone moves in one place for 300 frames, twice the window's length of learning. The
+    frames learned while found unusual hold at most a third of the window, so the per-block
+    vote keeps the empty scene: the presence is flagged to its end and leaves no ghost."""
+    rng = np.random.default_rng(7)
+    frames = add_patch(scene(rng, 400), 30, 329)
+    detector = Detector(window=60, stride=3, warmup=20)
+    scores = scores_of(feed(detector, frames))
+    assert (scores[30:330] > 7).all()
+    assert (scores[335:] < 4.5).all()
+    assert detector.model.unusual_.sum() <= 60 / 3
+
+
 def test_a_static_object_becomes_background_in_its_region_only_with_no_blind_spell():
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 400), 100, 399, moving=False)   # left, and it stays

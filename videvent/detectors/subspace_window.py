@@ -5,7 +5,9 @@ Every frame is scored as it arrives against the background model; the score is t
 z-score that two neighbouring blocks of its residual reach (or the brightness-step score, if
 larger). What the model learns is the policy's: after a short warm-up, one frame in every
 ``stride`` whatever its score, so the window spans a minute and the robust steps of the model
-(a per-block vote and SNCP), not a gate, decide which of its frames span the background. On a
+(a per-block vote and SNCP), not a gate, decide which of its frames span the background (the
+frames it learned while finding them unusual hold at most a third of the window, below the
+vote's breakdown point). On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
 batch setting), or ``seed_reference`` can have such a seeded twin judge the warm-up's frames
 (and an event in view since, to its end) alongside the model, which is learning them, and take
@@ -255,7 +257,7 @@ class SubspaceWindowDetector:
             model.learn_one(x, refit=learned_so_far >= self.warmup
                             or learned_so_far % WARMUP_REFIT_EVERY == 0,
                             energies=None if warming_up else assessment.block_energies,
-                            norm=assessment.norm)
+                            norm=assessment.norm, unusual=not warming_up and score >= self.hot)
         residual = assessment.residual
         explanation = {}
         if model.ready and (explain is True or (explain is not False and score >= explain)):
