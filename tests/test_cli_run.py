@@ -346,6 +346,18 @@ def _write(path, frames):
     return path
 
 
+def test_a_file_mostly_dark_is_judged_against_darkness_from_its_first_frame(tmp_path):
+    """A room lit only while someone is in it, recorded from the moment they are: every lit
+    frame shows them, most of the file is dark, so darkness is its usual look and the lit
+    start is an event from the first frame, undamped by the warm-up."""
+    lit = _walker_frames(230)[185:]                    # the walker crossing, 45 frames
+    clip = _write(tmp_path / "closet.mp4", lit + [np.zeros_like(lit[0])] * 150)
+    result, scores, events = run_and_read(tmp_path, clip)
+    assert scores["flagged"][:len(lit)].all(), np.flatnonzero(~scores["flagged"][:len(lit)])
+    assert not scores["flagged"][len(lit):].any()
+    assert events["events"][0]["core_start_frame"] == 0
+
+
 @pytest.mark.parametrize("count", [1, 10])
 def test_a_video_too_short_to_score_says_so_instead_of_0_events(tmp_path, count):
     clip = _write(tmp_path / "short.mp4", _walker_frames(count))
