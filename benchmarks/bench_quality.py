@@ -79,11 +79,7 @@ def started_mid_event(work: Path) -> Path:
         frames = clip["frames"]
         first, last = max(clip["event_frames"], key=lambda event: event[1] - event[0])
         cut = (first + last) // 2
-        path = work / name / f"{name}.mp4"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            reencode(DEVSET.parent / clip["folder"] / clip["source"], path, frames, cut,
-                     FAITHFUL_CRF)
+        path = reencoded(work, name, clip, cut, FAITHFUL_CRF)
         second = round(clip["fps"] or DEFAULT_FPS)
         joint = frames - cut                       # where the clip's first frame lands
         described[name] = {
@@ -93,9 +89,7 @@ def started_mid_event(work: Path) -> Path:
             "uncertain": moved(clip.get("uncertain", []), cut, frames)
             + [[max(0, joint - second), min(frames - 1, joint + second)]],
         }
-    clips_json = work / "clips.json"
-    clips_json.write_text(json.dumps(described, indent=1))
-    return clips_json
+    return write_clips(work, described)
 
 
 def moved(ranges: list[list[int]], cut: int, frames: int) -> list[list[int]]:
@@ -112,17 +106,25 @@ def heavily_compressed(work: Path) -> Path:
     """The development set, each clip re-encoded in ``work`` at ``HEAVY_CRF``, labels as they
     are; returns the clips file (the scorer's format) describing them."""
     clips = json.loads(DEVSET.read_text())
-    described = {}
-    for name, clip in clips.items():
-        path = work / name / f"{name}.mp4"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            reencode(DEVSET.parent / clip["folder"] / clip["source"], path, clip["frames"], 0,
-                     HEAVY_CRF)
-        described[name] = {**clip, "folder": name, "source": path.name}
+    return write_clips(work, {
+        name: {**clip, "folder": name, "source": reencoded(work, name, clip, 0, HEAVY_CRF).name}
+        for name, clip in clips.items()})
+
+
+def write_clips(work: Path, described: dict) -> Path:
+    """The clips file (the scorer's format) for the clips re-encoded in ``work``."""
     clips_json = work / "clips.json"
     clips_json.write_text(json.dumps(described, indent=1))
     return clips_json
+
+
+def reencoded(work: Path, name: str, clip: dict, cut: int, crf: int) -> Path:
+    """The dev clip ``name`` re-encoded in ``work`` (once: a file already there is reused)."""
+    path = work / name / f"{name}.mp4"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        reencode(DEVSET.parent / clip["folder"] / clip["source"], path, clip["frames"], cut, crf)
+    return path
 
 
 def reencode(source: Path, path: Path, frames: int, cut: int, crf: int) -> None:

@@ -242,8 +242,8 @@ class SubspaceBackground:
         """The window slot the next learned frame takes (see ``MAX_AGE_IN_WINDOWS`` and
         ``UNUSUAL_SHARE``)."""
         free = np.arange(self.n_pinned_, self.n_filled_)
-        presence = free[self.unusual_[free]] if unusual else free[:0]
-        over_share = len(presence) >= max(1, UNUSUAL_SHARE * self.window)
+        presence = free[self.unusual_[free]]
+        over_share = unusual and len(presence) >= max(1, UNUSUAL_SHARE * self.window)
         if self.n_filled_ < self.window and not over_share:
             return self.n_filled_
         oldest = int(free[np.argmin(self.joined_[free])])
@@ -251,8 +251,6 @@ class SubspaceBackground:
             return oldest
         if over_share:
             return int(presence[np.argmin(self.joined_[presence])])
-        if self.n_filled_ < self.window:
-            return self.n_filled_
         if len(self.background_) != self.window:          # not refitted since it filled
             return oldest
         outvoted = free[~self.background_[free]]

@@ -146,10 +146,10 @@ class SubspaceWindowDetector:
         most), so the model never forgets the video's usual look. If most of them are blank,
         darkness is that look instead. Returns how many were used.
         """
-        frames = list(frames)
-        health = [frame_health(x, None) for x in frames]
-        dark = [x for x, state in zip(frames, health) if state == BLANK]
-        frames = [x for x, state in zip(frames, health) if state == OK]
+        by_health = {OK: [], BLANK: []}
+        for x in frames:
+            by_health.setdefault(frame_health(x, None), []).append(x)
+        frames, dark = by_health[OK], by_health[BLANK]
         if self.dark is not None and len(dark) > len(frames):
             # Darkness is the video's usual look (a room lit only while someone is in it): a
             # picture is an event until it stands still, as after a lasting darkness, and the
