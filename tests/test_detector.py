@@ -7,7 +7,7 @@ import pytest
 
 from videvent.detectors import SubspaceWindowDetector
 from videvent.detectors.background import SubspaceBackground
-from videvent.preprocess import BLANK, CORRUPT, FROZEN
+from videvent.preprocess import BLANK, CORRUPT, FROZEN, REPEAT
 from videvent.rpca import recovery_error, sncp_scores
 from videvent.rpca.subspace import principal_directions
 
@@ -273,14 +273,20 @@ def test_an_all_zero_frame_fed_as_ok_scores_zero_not_nan():
     assert np.isfinite([result.residual, result.score]).all()
 
 
-def test_frozen_frames_repeat_the_verdict_and_stay_out_of_the_window():
+@pytest.mark.parametrize("health", [REPEAT, FROZEN])
+def test_repeated_frames_repeat_the_verdict_and_stay_out_of_the_window(health):
+    """A repeat (a still scene coded as one) is reported as the frame it repeats was, a frozen
+    source as frozen; neither is learned."""
     frames = scene(np.random.default_rng(10), 50)
     detector = Detector(window=30, stride=1)
     previous = feed(detector, frames)[-1]
-    filled = detector.model.n_filled_
-    frozen = detector.process_frame(50, 5.0, frames[-1].ravel(), FROZEN)
-    assert (frozen.residual, frozen.score) == (previous.residual, previous.score)
-    assert detector.model.n_filled_ == filled and not frozen.admitted
+    filled, learned = detector.model.n_filled_, detector.model.n_learned_
+    again = detector.process_frame(50, 5.0, frames[-1].ravel(), health, explain=True)
+    assert (again.index, again.time_s) == (50, 5.0)
+    assert (again.residual, again.score) == (previous.residual, previous.score)
+    assert again.status == (FROZEN if health == FROZEN else previous.status)
+    assert detector.model.n_filled_ == filled and detector.model.n_learned_ == learned
+    assert not again.admitted
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -1,9 +1,11 @@
-"""Frame health at its thresholds: blank, frozen, corrupt or ok."""
+"""Frame health at its thresholds: blank, a repeat, corrupt or ok; and when repeats are a frozen
+source."""
 
 import numpy as np
 import pytest
 
-from videvent.preprocess import BLANK, BLANK_STD, CORRUPT, FROZEN, OK, frame_health
+from videvent.preprocess import (BLANK, BLANK_STD, CORRUPT, FROZEN, OK, REPEAT, HealthCheck,
+                                 frame_health)
 
 rng = np.random.default_rng(7)
 PICTURE = (rng.random(160 * 90) * 255).astype(np.float32)
@@ -20,10 +22,10 @@ def test_blank_is_a_spread_below_a_grey_level(std, expected):
     assert frame_health(flat_with_spread(std), None) == expected
 
 
-def test_frozen_is_a_repeat_and_a_still_scene_is_not():
-    assert frame_health(PICTURE.copy(), PICTURE) == FROZEN
+def test_a_repeat_is_the_same_picture_and_a_still_scene_is_not():
+    assert frame_health(PICTURE.copy(), PICTURE) == REPEAT
     # A repeat coded again by a lossy encoder: every pixel within a grey level.
-    assert frame_health(PICTURE + np.float32(0.75), PICTURE) == FROZEN
+    assert frame_health(PICTURE + np.float32(0.75), PICTURE) == REPEAT
     # A still scene: sensor noise moves one pixel in a thousand by three grey levels.
     still = PICTURE.copy()
     still[::1000] += 3.0
@@ -32,3 +34,26 @@ def test_frozen_is_a_repeat_and_a_still_scene_is_not():
 
 def test_undecoded_frame_is_corrupt():
     assert frame_health(None, PICTURE) == CORRUPT
+
+
+def test_repeats_are_a_frozen_source_once_the_picture_has_stood_still_long_enough():
+    health_of = HealthCheck(frozen_after=4)
+    other = PICTURE[::-1].copy()
+    # The picture, then three repeats: it has stood still for four frames at the third.
+    assert [health_of(x) for x in (PICTURE, PICTURE, PICTURE, PICTURE, PICTURE)] == [
+        OK, REPEAT, REPEAT, FROZEN, FROZEN]
+    # A new picture ends the stall; its repeats start the count again.
+    assert [health_of(x) for x in (other, other, other)] == [OK, REPEAT, REPEAT]
+    # A frame lost to damage, or a blank one, breaks the run too.
+    assert [health_of(x) for x in (None, other, other, other)] == [CORRUPT, REPEAT, REPEAT,
+                                                                   REPEAT]
+    assert health_of(flat_with_spread(0.0)) == BLANK
+
+
+def test_repeats_are_judged_on_the_watched_features_only():
+    watched = np.zeros(PICTURE.size, bool)
+    watched[:100] = True
+    moved_outside = PICTURE.copy()
+    moved_outside[200:] += 50.0
+    health_of = HealthCheck(frozen_after=2, watched=watched)
+    assert [health_of(x) for x in (PICTURE, moved_outside)] == [OK, FROZEN]

@@ -89,7 +89,7 @@ def test_scene_change_is_lasting():
 
 def test_blank_frames_are_black_and_frozen_frames_repeat_the_previous_one():
     clip = synthetic.blank_frames_scene()
-    assert clip.blank_frames == [[90, 99]] and clip.frozen_frames == [[120, 124]]
+    assert clip.blank_frames == [[90, 99]] and clip.frozen_frames == [[120, 164]]
     for first, last in clip.blank_frames:
         for index in range(first, last + 1):
             assert not clip.frame(index).any()

@@ -28,7 +28,6 @@ from .output.folder import COMPLETE, check_destination, mark, remove_stale
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .pipeline import prepare, seed_detector
-from .preprocess import frame_health
 from .reader import ReadAhead
 from .session import Session
 from .settings import Settings
@@ -239,7 +238,7 @@ class LiveMonitor:
                            name="videvent-capture")
         session.status("connected", {"uri": source.uri, "fps": source.fps})
         last_flush = last_status = last_item = time.monotonic()
-        previous = None
+        health_of = run.health_check()
         stalled = False
         try:
             while not self._stop.is_set():
@@ -258,9 +257,7 @@ class LiveMonitor:
                     session.status(kind, {"frame": index, "time_s": round(time_s, 3),
                                           "timecode": format_timecode(time_s)})
                     continue
-                health = frame_health(item.vector, previous, run.preprocess.watched)
-                if item.vector is not None:
-                    previous = item.vector
+                health = health_of(item.vector)
                 verdict = run.detector.process_frame(item.frame.index, item.frame.time_s,
                                                      item.vector, health,
                                                      explain=settings.threshold_low)

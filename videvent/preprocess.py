@@ -28,13 +28,16 @@ from .regions import Regions
 BLANK_STD = 1.0
 
 # A frame none of whose pixels differs from the previous frame's by more than this (grey
-# levels, at the working size) repeats it: a stalled decoder or camera. A repeat that a lossy
-# encoder coded again comes out within a level of the first; a still scene's sensor noise
-# moves some of its thousands of pixels by more.
+# levels, at the working size) repeats it: a stalled decoder or camera, or a still scene that
+# a low bit rate coded as a repeat. A repeat that a lossy encoder coded again comes out within
+# a level of the first; a still scene's sensor noise moves some of its thousands of pixels by
+# more.
 FROZEN_MAX_DIFFERENCE = 1.0
 
-# Frame health, as reported per frame in scores.csv.
+# Frame health, as reported per frame in scores.csv; and a repeat, what a frame that repeats
+# the one before is until the repeats last long enough to be a frozen source (``HealthCheck``).
 OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
+REPEAT = "repeat"
 
 
 def working_size(width: int, height: int, *, max_side: int = 160,
@@ -99,11 +102,12 @@ class Preprocessor:
 
 def frame_health(vector: np.ndarray | None, previous: np.ndarray | None,
                  watched: np.ndarray | None = None) -> str:
-    """'corrupt' (not decoded), 'blank' (no picture), 'frozen' (the source repeats the last
-    frame exactly: a stalled decoder or camera) or 'ok'.
+    """'corrupt' (not decoded), 'blank' (no picture), 'repeat' (the frame repeats the last one
+    exactly; ``HealthCheck`` tells a stalled source from a still scene coded as repeats) or
+    'ok'.
 
-    Frozen means no pixel moved by more than FROZEN_MAX_DIFFERENCE: a still scene's sensor
-    noise moves some pixel by more every frame, and is a scene to score, not a stalled source.
+    A repeat means no pixel moved by more than FROZEN_MAX_DIFFERENCE: a still scene's sensor
+    noise moves some pixel by more every frame, unless the encoder coded it as a repeat.
     ``watched`` (``Preprocessor.watched``): judge only those features, since the zeros outside
     a region would make a flat grey picture look like one with contrast.
     """
@@ -117,5 +121,28 @@ def frame_health(vector: np.ndarray | None, previous: np.ndarray | None,
     if float(cv2.meanStdDev(vector)[1][0, 0]) < BLANK_STD:
         return BLANK
     if previous is not None and cv2.norm(vector, previous, cv2.NORM_INF) <= FROZEN_MAX_DIFFERENCE:
-        return FROZEN
+        return REPEAT
     return OK
+
+
+class HealthCheck:
+    """The health of each frame of a pass, in order: ``frame_health``, where repeats become
+    'frozen' once the picture has stood exactly still for ``frozen_after`` frames (a stalled
+    decoder or camera). Shorter runs of repeats stay 'repeat': a still scene that the encoder
+    coded as repeats, as a low bit rate does within a keyframe interval."""
+
+    def __init__(self, frozen_after: int, watched: np.ndarray | None = None):
+        self.frozen_after = max(1, int(frozen_after))
+        self.watched = watched
+        self._previous: np.ndarray | None = None
+        self._frames_still = 0          # frames the previous picture has stood exactly still
+
+    def __call__(self, vector: np.ndarray | None) -> str:
+        health = frame_health(vector, self._previous, self.watched)
+        if vector is not None:
+            self._previous = vector
+        if health != REPEAT:
+            self._frames_still = 1 if health == OK else 0
+            return health
+        self._frames_still += 1
+        return FROZEN if self._frames_still >= self.frozen_after else REPEAT

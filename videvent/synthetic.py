@@ -560,8 +560,9 @@ def scene_change_scene(seed: int = 0, noise_sigma: float = 2.0, change_frame: in
 
 
 def blank_frames_scene(seed: int = 0, noise_sigma: float = 2.0) -> SyntheticClip:
-    """20 s garden with a black dropout (90..99), a frozen run (120..124) and a later walker."""
-    blank, frozen = [[90, 99]], [[120, 124]]
+    """20 s garden with a black dropout (90..99), a frozen run (120..164: 3 s, longer than the
+    2 s after which repeats are a stalled source) and a later walker."""
+    blank, frozen = [[90, 99]], [[120, 164]]
     scene = _garden_scene(seed, noise_sigma, actors=[_Walker(_crossing(179, 231, left_to_right=False))],
                           blank=blank, frozen=frozen)
     return _clip("blank_frames",

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import copy
 import statistics
+from dataclasses import replace
 
 import numpy as np
 
-from ..preprocess import BLANK, CORRUPT, FROZEN, OK, frame_health
+from ..preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT, frame_health
 from .background import METHODS, Assessment, SubspaceBackground, brightness_of, neighbour_max
 from .base import FrameScore
 from .policy import SCENE_CHANGE_SHARE, DarkScene, LearningSchedule, RecentFrames, StaticRegions
@@ -135,7 +136,7 @@ class SubspaceWindowDetector:
         self._alone_unusual_for = 0      # frames in a row only the model, not the twin, flagged
         self._since_light_switch: int | None = None
         self._settling = False                          # a switched light has not settled yet
-        self._previous_verdict = (0.0, 0.0)
+        self._previous_verdict: FrameScore | None = None   # what a repeat of it is given
 
     # -- for the pipeline --------------------------------------------------------------------
     def seed(self, frames) -> int:
@@ -203,10 +204,14 @@ class SubspaceWindowDetector:
                     self.dark.blank(brightness_of(x))
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
-        if health == FROZEN:
-            # The source repeats itself (a stalled decoder or camera): nothing new to score.
-            residual, score = self._previous_verdict
-            return FrameScore(index, time_s, residual, score, health, False)
+        if health in (REPEAT, FROZEN) and self._previous_verdict is not None:
+            # The picture of the frame before, again: its verdict, and nothing new to learn
+            # (a stalled source, or a still scene coded as a repeat; scored as a new frame,
+            # learned and counted towards a region's stillness, a low bit rate had someone
+            # standing nearly still absorbed: the six visits at CRF 36, F1 0.92 against 0.98).
+            return replace(self._previous_verdict, index=index, time_s=time_s,
+                           admitted=False, absorbed=False,
+                           status=FROZEN if health == FROZEN else self._previous_verdict.status)
         model = self.model
         rebuilt = False
         if self.dark is not None:
@@ -272,9 +277,10 @@ class SubspaceWindowDetector:
                     "residual_image": judged.residual_image, "block_scores": judged.block_scores}
             if not warming_up:
                 self._hand_over(index, judged.score, z)
-        self._previous_verdict = (residual, score)
-        return FrameScore(index, time_s, residual, score,
-                          WARMUP if warming_up else OK, learned, rebuilt, **explanation)
+        self._previous_verdict = FrameScore(index, time_s, residual, score,
+                                            WARMUP if warming_up else OK, learned, rebuilt,
+                                            **explanation)
+        return self._previous_verdict
 
     # -- the policy's decisions --------------------------------------------------------------
     def _brightness_step(self, brightness: float) -> float:
@@ -392,13 +398,13 @@ class SubspaceWindowDetector:
         score = max(abs(brightness - self.dark.dark_brightness_) / self.brightness_scale,
                     self._brightness_step(brightness))
         self.recent.add(x, brightness)
-        self._previous_verdict = (1.0, score)
         explanation = {}
         if explain is True or (explain is not False and score >= explain):
             # Against darkness, the whole picture is what is unusual.
             explanation = {"residual_image": x.reshape(self.frame_shape).astype(np.float32),
                            "block_scores": np.full(self.model.grid[::-1], score)}
-        return FrameScore(index, time_s, 1.0, score, OK, False, **explanation)
+        self._previous_verdict = FrameScore(index, time_s, 1.0, score, OK, False, **explanation)
+        return self._previous_verdict
 
     def _lit_everywhere(self, x: np.ndarray) -> bool:
         """Whether most blocks changed their brightness together against the recent frames: a
