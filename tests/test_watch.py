@@ -25,19 +25,21 @@ STREAM_FROM_S = 8
 
 
 class Stream:
-    """The walker clip as a camera: ffmpeg plays it at its real pace as MPEG-TS, served over
-    HTTP to each client that connects, on a port the server chose (or on ``port``, to come
-    back where it was); ``loop``: the whole clip again each time it ends."""
+    """A sample clip (the walker's) as a camera: ffmpeg plays it at its real pace from
+    ``from_s`` as MPEG-TS, served over HTTP to each client that connects, on a port the server
+    chose (or on ``port``, to come back where it was); ``loop``: the whole clip again each
+    time it ends."""
 
-    def __init__(self, port: int = 0, loop: bool = False):
+    def __init__(self, port: int = 0, loop: bool = False, clip: str = "walker",
+                 from_s: float = STREAM_FROM_S):
         self.players: list[subprocess.Popen] = []
         players = self.players
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
-                path, _ = sample("walker")
+                path, _ = sample(clip)
                 player = subprocess.Popen(
-                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(STREAM_FROM_S),
+                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(from_s),
                      *(["-stream_loop", "-1"] if loop else []), "-i",
                      str(path), "-c", "copy", "-f", "mpegts", "pipe:1"],
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
@@ -116,8 +118,8 @@ class Watch:
 def server():
     started = []
 
-    def start(port: int = 0, loop: bool = False) -> Stream:
-        stream = Stream(port, loop)
+    def start(port: int = 0, loop: bool = False, **clip) -> Stream:
+        stream = Stream(port, loop, **clip)
         started.append(stream)
         return stream
 
@@ -245,6 +247,31 @@ def test_a_duration_or_a_frame_limit_ends_a_live_watch_cleanly(tmp_path, server,
     # The stream is read at its pace (15 fps): no frame is dropped, none is read past the end.
     assert events["frames_read"] == frames == len(read_scores(out / "scores.csv")["frame"])
     assert events["source_events"] == [] and events["session"]["reconnects"] == 0
+
+
+def test_a_camera_whose_picture_freezes_is_reported_frozen_once_it_has_for_two_seconds(
+        tmp_path, server):
+    # The glitching camera from its keyframe at 4 s (frame 60): its picture freezes 4 s into
+    # the stream, for 3 s.
+    _, truth = sample("blank_frames")
+    fps, first_keyframe = truth["fps"], 60
+    [[frozen_first, frozen_last]] = [[frame - first_keyframe for frame in run]
+                                     for run in truth["frozen_frames"]]
+    out = tmp_path / "live"
+    watch = Watch(server(clip="blank_frames", from_s=first_keyframe / fps).url, out,
+                  "--max-reconnects", "0", "--max-frames", str(frozen_last + fps))
+    assert watch.finish(timeout=60) == 0
+    status = read_scores(out / "scores.csv")["status"]
+    frozen = [int(frame) for frame in (status == "frozen").nonzero()[0]]
+    # Frozen from the frame at which the held picture (the one before the freeze) has stood
+    # still for 2 s (a frame later if the encoder coded the first repeat a grey level off),
+    # to the end of the freeze; the repeats before that are a still picture, scored.
+    stalled_from = frozen_first - 1 + 2 * fps
+    assert frozen and stalled_from <= frozen[0] <= stalled_from + 1
+    assert frozen == list(range(frozen[0], frozen_last + 1))
+    events = json.loads((out / "events.json").read_text())
+    assert [(p["start_frame"], p["end_frame"]) for p in events["frame_problems"]
+            if p["status"] == "frozen"] == [(frozen[0], frozen_last)]
 
 
 def test_show_without_a_display_is_one_line_before_anything_starts(tmp_path):
