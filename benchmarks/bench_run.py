@@ -3,9 +3,11 @@
     python benchmarks/bench_run.py [--seconds 30] [--dvr-scan PATH] [--long-minutes 10]
 
 1. Speed on a 1280x720 H.264 clip: frames per second of `videvent run` against decoding alone
-   (videvent's own grey decoding, and PyAV's bare decode) and against DVR-Scan
-   (`dvr-scan -i CLIP -so`, installed in its own environment: give its path with --dvr-scan).
-   Each command runs twice, interleaved; the best time counts.
+   (videvent's own grey decoding, and PyAV's bare decode), against itself without the plot and
+   report (`--no-plot`) and against DVR-Scan (`dvr-scan -i CLIP -so`, installed in its own
+   environment: give its path with --dvr-scan). Each command runs twice, interleaved; the best
+   time counts. Then, in this process, the detector's pass alone (seeding included) over the
+   clip's frames decoded and preprocessed beforehand: what a run costs beyond decoding.
 2. Cost per frame of the detector's rolling Gram update + eigen-decomposition against a fresh
    thin SVD of the window, on the same frames.
 3. Peak memory (max RSS of the process) of `videvent run` on a 1-minute and a 10-minute clip.
@@ -36,8 +38,10 @@ sys.path.insert(0, str(ROOT))
 
 from videvent import synthetic  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
+from videvent.pipeline import prepare, score_frames  # noqa: E402
 from videvent.preprocess import Preprocessor  # noqa: E402
-from videvent.sources import open_source  # noqa: E402
+from videvent.settings import Settings  # noqa: E402
+from videvent.sources import Frame, open_source  # noqa: E402
 
 WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
 FPS = 30
@@ -143,6 +147,8 @@ def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
         "decode (videvent source, grey)": in_process("decode_only", clip),
         "videvent run": [sys.executable, "-m", "videvent", "run", str(clip), "-q",
                          "-d", str(clip.with_suffix(".videvent"))],
+        "videvent run --no-plot": [sys.executable, "-m", "videvent", "run", str(clip), "-q",
+                                   "--no-plot", "-d", str(clip.with_suffix(".videvent"))],
     }
     if dvr_scan:
         commands["DVR-Scan -so"] = [dvr_scan, "-i", str(clip), "-so", "-q"]
@@ -151,6 +157,19 @@ def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
         for name, command in commands.items():
             best[name] = min(best[name], timed(command)[0])
     return {name: frames / seconds for name, seconds in best.items()}
+
+
+def scoring_alone(clip: Path) -> float:
+    """Frames per second of the detector's pass (``score_frames``, seeding included) over the
+    clip's working vectors, decoded and preprocessed beforehand (pictures dropped: memory)."""
+    with open_source(clip) as source:
+        run, _ = prepare(source, Settings())
+        decoded = [(Frame(frame.index, frame.time_s, None), run.preprocess(frame.image))
+                   for frame in source.frames()]
+        start = time.perf_counter()
+        for _ in score_frames(run, decoded=decoded):
+            pass
+        return len(decoded) / (time.perf_counter() - start)
 
 
 def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:
@@ -258,6 +277,7 @@ def main() -> None:
     fps = speed(one_minute, minute_frames, args.dvr_scan)
     run_fps = fps["videvent run"]
     print(f"\n1. frames per second on {one_minute.name}, whole processes (best of 2, interleaved)")
+    fps["scoring alone (decoded beforehand)"] = scoring_alone(one_minute)
     for name, value in fps.items():
         print(f"   {name:34s} {value:8.1f} fps   videvent run / this = {run_fps / value:5.2f}x")
 
