@@ -19,6 +19,10 @@ with the frames; the second around the cut, where the scene jumps, is not scored
 
 ``--heavily-compressed`` scores, instead, each clip re-encoded at x264's CRF 36 (its default is
 23): blocky, with still areas coded as exact repeats, as a camera streams at a low bit rate.
+
+``--low-frame-rate`` scores, instead, every third frame of each clip at a third of its rate
+(10 fps to 3.3, 25 to 8.3), as a recorder that keeps a few frames a second; the labels keep
+the frames that are kept.
 """
 
 from __future__ import annotations
@@ -42,8 +46,11 @@ from videvent.sources.base import DEFAULT_FPS  # noqa: E402
 
 # x264's constant rate factor for --heavily-compressed: a low-bit-rate camera stream's look.
 HEAVY_CRF = 36
-# ... and for the mid-event clips: close to the source, so the cut is what differs.
+# ... and for the mid-event and low-frame-rate clips: close to the source, so the cut (or the
+# rate) is what differs.
 FAITHFUL_CRF = 10
+# --low-frame-rate keeps one frame in this many.
+LOW_RATE_STEP = 3
 
 ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+/\d+)\s+(\d+)\s*$")
 
@@ -111,6 +118,30 @@ def heavily_compressed(work: Path) -> Path:
         for name, clip in clips.items()})
 
 
+def low_frame_rate(work: Path) -> Path:
+    """The development set, every ``LOW_RATE_STEP``-th frame of each clip re-encoded in ``work``
+    at that fraction of its rate; returns the clips file (the scorer's format) describing
+    them."""
+    clips = json.loads(DEVSET.read_text())
+    described = {}
+    for name, clip in clips.items():
+        frames = -(-clip["frames"] // LOW_RATE_STEP)
+        path = reencoded(work, name, clip, 0, FAITHFUL_CRF, step=LOW_RATE_STEP)
+        described[name] = {
+            **{key: clip[key] for key in ("what",) if key in clip},
+            "folder": name, "source": path.name, "frames": frames,
+            "fps": clip["fps"] / LOW_RATE_STEP if clip.get("fps") else None,
+            # An event keeps the frames kept within it; a range of don't-care frames, any
+            # frame kept next to it as well.
+            "event_frames": [[-(-first // LOW_RATE_STEP), last // LOW_RATE_STEP]
+                             for first, last in clip["event_frames"]
+                             if -(-first // LOW_RATE_STEP) <= last // LOW_RATE_STEP],
+            "uncertain": [[first // LOW_RATE_STEP, min(frames - 1, -(-last // LOW_RATE_STEP))]
+                          for first, last in clip.get("uncertain", [])],
+        }
+    return write_clips(work, described)
+
+
 def write_clips(work: Path, described: dict) -> Path:
     """The clips file (the scorer's format) for the clips re-encoded in ``work``."""
     clips_json = work / "clips.json"
@@ -118,26 +149,29 @@ def write_clips(work: Path, described: dict) -> Path:
     return clips_json
 
 
-def reencoded(work: Path, name: str, clip: dict, cut: int, crf: int) -> Path:
+def reencoded(work: Path, name: str, clip: dict, cut: int, crf: int, step: int = 1) -> Path:
     """The dev clip ``name`` re-encoded in ``work`` (once: a file already there is reused)."""
     path = work / name / f"{name}.mp4"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        reencode(DEVSET.parent / clip["folder"] / clip["source"], path, clip["frames"], cut, crf)
+        reencode(DEVSET.parent / clip["folder"] / clip["source"], path, clip["frames"], cut, crf,
+                 step)
     return path
 
 
-def reencode(source: Path, path: Path, frames: int, cut: int, crf: int) -> None:
+def reencode(source: Path, path: Path, frames: int, cut: int, crf: int, step: int = 1) -> None:
     """``source``'s first ``frames`` frames, from ``cut`` on and then from 0, re-encoded at
-    ``crf`` in ``path`` (decoded twice, so no more than a frame is held)."""
+    ``crf`` in ``path`` (decoded twice, so no more than a frame is held); ``step``: only every
+    ``step``-th frame (counted from the first), at ``1 / step`` of the rate."""
     with open_source(source, colour=True) as video:
-        writer = VideoWriter(path, video.width, video.height, video.fps, crf=crf)
+        writer = VideoWriter(path, video.width, video.height, video.fps / step, crf=crf)
         picture = None
         for start, end in ((cut, frames), (0, cut)):
             for frame in video.frames(start, end):
                 # a frame that would not decode keeps its place, as the labels count it
                 picture = picture if frame.image is None else frame.image
-                writer.write(picture)
+                if frame.index % step == 0:
+                    writer.write(picture)
         writer.close()
 
 
@@ -149,6 +183,9 @@ def main() -> None:
                            help="score the clips re-encoded into WORK to start mid-event")
     stand_ins.add_argument("--heavily-compressed", metavar="WORK", type=Path,
                            help=f"score the clips re-encoded into WORK at CRF {HEAVY_CRF}")
+    stand_ins.add_argument("--low-frame-rate", metavar="WORK", type=Path,
+                           help=f"score one frame in {LOW_RATE_STEP} of the clips, re-encoded "
+                                "into WORK at that fraction of their rate")
     parser.add_argument("--also", action="append", default=[],
                         help="another videvent configuration: its run options, each as one "
                              "word (--also=--method=ancp)")
@@ -161,6 +198,8 @@ def main() -> None:
         clips_json = started_mid_event(args.started_mid_event)
     elif args.heavily_compressed is not None:
         clips_json = heavily_compressed(args.heavily_compressed)
+    elif args.low_frame_rate is not None:
+        clips_json = low_frame_rate(args.low_frame_rate)
     # Options with values as one word (--method=pca): the scorer takes bare words for clips.
     configurations = [("defaults", "videvent", []), ("--method=pca", "videvent",
                                                      ["--method=pca"])]

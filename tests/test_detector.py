@@ -207,6 +207,22 @@ def test_a_presence_in_the_first_minute_never_becomes_the_windows_majority():
     assert detector.model.unusual_.sum() <= 60 / 3
 
 
+def test_a_presence_before_the_window_is_full_never_becomes_its_majority():
+    """A lower frame rate still: a warm-up of 10 frames, then one frame in two while someone
+    moves in one place for 300 frames. A third of the window's capacity (30) would be a
+    majority of the 40-odd frames it holds then; a third of what it holds is not: the presence
+    is flagged to its end and leaves no ghost."""
+    rng = np.random.default_rng(7)
+    frames = add_patch(scene(rng, 400), 20, 319)
+    detector = Detector(window=90, stride=2, warmup=10)
+    results = feed(detector, frames)
+    scores = scores_of(results)
+    assert (scores[20:320] > 7).all()
+    assert (scores[325:] < 4.5).all()
+    held = detector.model.n_filled_
+    assert held < 90 and detector.model.unusual_[:held].sum() <= held / 3
+
+
 def test_a_static_object_becomes_background_in_its_region_only_with_no_blind_spell():
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 400), 100, 399, moving=False)   # left, and it stays
