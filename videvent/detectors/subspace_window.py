@@ -205,10 +205,9 @@ class SubspaceWindowDetector:
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
         if health in (REPEAT, FROZEN) and self._previous_verdict is not None:
-            # The picture of the frame before, again: its verdict, and nothing new to learn
-            # (a stalled source, or a still scene coded as a repeat; scored as a new frame,
-            # learned and counted towards a region's stillness, a low bit rate had someone
-            # standing nearly still absorbed: the six visits at CRF 36, F1 0.92 against 0.98).
+            # The picture of the frame before, again (a stalled source, or a still scene coded
+            # as a repeat): its verdict, and nothing to learn, since a column repeated in the
+            # window splits its leverage and looks more inlier-like than it is.
             return replace(self._previous_verdict, index=index, time_s=time_s,
                            admitted=False, absorbed=False,
                            status=FROZEN if health == FROZEN else self._previous_verdict.status)
