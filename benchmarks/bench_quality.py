@@ -131,15 +131,25 @@ def low_frame_rate(work: Path) -> Path:
             **{key: clip[key] for key in ("what",) if key in clip},
             "folder": name, "source": path.name, "frames": frames,
             "fps": clip["fps"] / LOW_RATE_STEP if clip.get("fps") else None,
-            # An event keeps the frames kept within it; a range of don't-care frames, any
-            # frame kept next to it as well.
-            "event_frames": [[-(-first // LOW_RATE_STEP), last // LOW_RATE_STEP]
-                             for first, last in clip["event_frames"]
-                             if -(-first // LOW_RATE_STEP) <= last // LOW_RATE_STEP],
-            "uncertain": [[first // LOW_RATE_STEP, min(frames - 1, -(-last // LOW_RATE_STEP))]
-                          for first, last in clip.get("uncertain", [])],
+            "event_frames": thinned(clip["event_frames"], LOW_RATE_STEP, frames),
+            "uncertain": thinned(clip.get("uncertain", []), LOW_RATE_STEP, frames, widen=True),
         }
     return write_clips(work, described)
+
+
+def thinned(ranges: list[list[int]], step: int, frames: int, widen: bool = False
+            ) -> list[list[int]]:
+    """Inclusive frame ranges renumbered for a clip that keeps every ``step``-th frame: the
+    frames kept within each range (``widen``: and any frame kept next to it, for don't-care
+    ranges); a range that keeps no frame is dropped."""
+    out = []
+    for first, last in ranges:
+        start, end = -(-first // step), last // step          # kept frames inside
+        if widen:
+            start, end = first // step, -(-last // step)      # ... or beside it
+        if start <= end:
+            out.append([start, min(end, frames - 1)])
+    return out
 
 
 def write_clips(work: Path, described: dict) -> Path:

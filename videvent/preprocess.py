@@ -34,8 +34,8 @@ BLANK_STD = 1.0
 # more.
 FROZEN_MAX_DIFFERENCE = 1.0
 
-# Frame health, as reported per frame in scores.csv; and a repeat, what a frame that repeats
-# the one before is until the repeats last long enough to be a frozen source (``HealthCheck``).
+# Frame health, as reported per frame in scores.csv; REPEAT is never reported: it is a frame
+# that repeats the one before, until the repeats last long enough to be FROZEN (``HealthCheck``).
 OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
 REPEAT = "repeat"
 
