@@ -78,7 +78,7 @@ def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
         static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
         refit_every=settings.refit_every, blocks=settings.blocks, watched=watched,
         light_invariant=settings.light_invariant,
-        settle_frames=round(fps * SETTLE_SECONDS))
+        settle_frames=round(fps * SETTLE_SECONDS), without=settings.mechanisms_off())
 
 
 def seed_detector(run: "Pass", *others: SubspaceWindowDetector) -> int:

@@ -34,6 +34,11 @@ else:  # pragma: no cover - Python 3.10
 # (tests/test_project.py checks that these are theirs).
 METHODS = ("sncp", "ancp", "cop", "pca")
 BACKENDS = ("auto", "pyav", "opencv", "images")
+# The detector's mechanisms that ``--without`` turns off, one at a time or several, to measure
+# what each is worth (an ablation); ``videvent/detectors`` reads the same names.
+MECHANISMS = ("robust_fit", "brightness_step", "light_settling", "light_rebuild",
+              "scene_rebuild", "darkness", "region_vote", "presence_share", "max_age",
+              "neighbour_spread", "upper_quantile", "out_of_sample", "warmup_damping")
 TIME_HELP = "frames, seconds ('12.3s'), minutes ('10m', '1h30m') or a timecode ('HH:MM:SS.mmm')"
 # Words that turn a time that can be None (absorb-after) off.
 NEVER = ("never", "none", "off")
@@ -126,6 +131,9 @@ class Settings:
         True, "bool", "On a file, the warm-up's frames (the first 3s, which the model "
         "learns) are also scored against frames spread over the whole file.",
         off_flag="--no-start-reference")
+    without: str = setting("", "text", "Detector mechanisms to turn off, comma-separated, to "
+                           "measure what each is worth: " + ", ".join(MECHANISMS) + ".",
+                           metavar="NAMES")
     # Regions and masks (DVR-Scan's flags): after __post_init__, the files' polygons are in
     # add_region and ignore_region and the file lists are empty.
     add_region: tuple[str, ...] = setting(
@@ -162,12 +170,20 @@ class Settings:
         if self.threshold_low > self.threshold:
             raise ValueError(f"threshold-low ({self.threshold_low}) must not exceed threshold "
                              f"({self.threshold})")
+        unknown = set(self.mechanisms_off()) - set(MECHANISMS)
+        if unknown:
+            raise ValueError(f"without: unknown mechanism {sorted(unknown)[0]!r}: choose from "
+                             f"{', '.join(MECHANISMS)}")
         if self.end_time is not None and self.duration is not None:
             raise ValueError("give end-time or duration, not both")
         # Written back in one spelling: equal regions compare equal (batch's resume).
         regions = self.regions()
         self.add_region = tuple(map(format_polygon, regions.watch))
         self.ignore_region = tuple(map(format_polygon, regions.ignore))
+
+    def mechanisms_off(self) -> frozenset[str]:
+        """The detector mechanisms ``without`` turns off."""
+        return frozenset(name.strip() for name in self.without.split(",") if name.strip())
 
     def regions(self) -> Regions:
         """The area watched (RegionError, one line, for a polygon that is not one); checked

@@ -119,7 +119,7 @@ class SubspaceBackground:
     def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
                  window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
                  refit_every: int = 1, blocks: int = 16, region_vote: bool = True,
-                 light_invariant: bool = False):
+                 light_invariant: bool = False, without: frozenset[str] = frozenset()):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
@@ -149,6 +149,7 @@ class SubspaceBackground:
         self.refit_every = max(1, int(refit_every))
         self.region_vote = bool(region_vote)
         self.light_invariant = bool(light_invariant)
+        self.without = frozenset(without)          # mechanisms turned off (ablation)
 
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
@@ -250,11 +251,13 @@ class SubspaceBackground:
         # Counted against the frames the window holds once this one is in, full or not: a
         # third of its capacity is a majority of a window still filling.
         held = min(self.n_filled_ + 1, self.window)
-        over_share = unusual and len(presence) + 1 > max(1, UNUSUAL_SHARE * held)
+        over_share = (unusual and "presence_share" not in self.without
+                      and len(presence) + 1 > max(1, UNUSUAL_SHARE * held))
         if self.n_filled_ < self.window and not over_share:
             return self.n_filled_
         oldest = int(free[np.argmin(self.joined_[free])])
-        if self.n_learned_ - self.joined_[oldest] >= MAX_AGE_IN_WINDOWS * self.window:
+        if ("max_age" in self.without
+                or self.n_learned_ - self.joined_[oldest] >= MAX_AGE_IN_WINDOWS * self.window):
             return oldest
         if over_share:
             return int(presence[np.argmin(self.joined_[presence])])
@@ -355,17 +358,22 @@ class SubspaceBackground:
             # The lower of the two levels and the wider of the two spreads: residuals taken as
             # frames were scored carry the model's lag behind a slow drift (a light) in their
             # level, and how much a moving texture really varies in their spread.
-            level_in, spread_in = robust_statistics(self.in_sample_history_, UPPER_QUANTILE)
-            level_out, spread_out = robust_statistics(self.block_history_, UPPER_QUANTILE)
+            quantile = None if "upper_quantile" in self.without else UPPER_QUANTILE
+            level_in, spread_in = robust_statistics(self.in_sample_history_, quantile)
+            level_out, spread_out = robust_statistics(self.block_history_, quantile)
+            if "out_of_sample" in self.without:
+                level_out, spread_out = level_in, spread_in
             spread = np.maximum(spread_in, spread_out)
             # At least the median spread of the block and its eight neighbours: a block's
             # spread is read off fifty-odd frames, and whether a few of them caught a tree's
             # rare gusts is luck; what moves in a block moves in its neighbours too
             # (WavingTrees at a 70 s span: the tree flagged for twelve frames after the
             # person without this, nothing at spans of 40-70 s with it).
-            neighbourhood = cv2.medianBlur(spread.reshape(self.grid[::-1]).astype(np.float32), 3)
-            self._stats = (np.minimum(level_in, level_out),
-                           np.maximum(spread, neighbourhood.ravel()))
+            if "neighbour_spread" not in self.without:
+                neighbourhood = cv2.medianBlur(
+                    spread.reshape(self.grid[::-1]).astype(np.float32), 3)
+                spread = np.maximum(spread, neighbourhood.ravel())
+            self._stats = (np.minimum(level_in, level_out), spread)
         return self._stats
 
     # -- the subspace ------------------------------------------------------------------------
@@ -397,7 +405,7 @@ class SubspaceBackground:
         # Coordinates of the window's frames in its top-k left singular basis (k x n).
         projected = np.sqrt(top_values)[:, None] * top_vectors.T
         normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
-        vote = self.region_vote and self.method != "pca"
+        vote = self.region_vote and self.method != "pca" and "region_vote" not in self.without
         candidates = np.arange(n)
         if vote:
             agree = self._majority_agrees(self.cells_[:n], CELL_SPREAD_FLOOR, both_ways=True)

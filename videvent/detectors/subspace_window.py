@@ -96,13 +96,14 @@ class SubspaceWindowDetector:
                  stride: int = 10, warmup: int = 25, static_after: int | None = 125,
                  hot: float = 4.5, refit_every: int = 1, blocks: int = 16,
                  watched: np.ndarray | None = None, light_invariant: bool = True,
-                 settle_frames: int = 12):
+                 settle_frames: int = 12, without: frozenset[str] = frozenset()):
         if static_after is not None and static_after < 1:
             raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
         self.model = SubspaceBackground(
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks,
-            light_invariant=light_invariant)
+            light_invariant=light_invariant, without=without)
+        self.without = frozenset(without)
         self.brightness_scale = (LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant
                                  else BRIGHTNESS_SCALE)
         self.frame_shape = self.model.frame_shape
@@ -127,7 +128,7 @@ class SubspaceWindowDetector:
         self.recent = RecentFrames(max(min(window, max(static_after or 0, MIN_RECENT)),
                                        self.settle_frames))
         # A picture coming out of a lasting darkness settles over a warm-up's length.
-        self.dark = None if static_after is None else DarkScene(
+        self.dark = None if static_after is None or "darkness" in without else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
         self.seeded_ = 0                                  # frames the model was seeded with
         self.start_reference_: SubspaceWindowDetector | None = None  # see ``seed_reference``
@@ -229,14 +230,15 @@ class SubspaceWindowDetector:
         # pulls the fit and spreads a faint copy of itself over the whole frame, which made
         # every block look unusual. Twice: the first pass takes out the strongest blocks.
         ignore = np.zeros(model.n_blocks, bool)
-        for _ in range(2):
+        for _ in range(0 if "robust_fit" in self.without else 2):
             ignore |= z >= max(self.hot, 0.5 * float(z.max()))
             if not ignore.any() or ignore.all():
                 break
             assessment = model.score_one(x, ignore=ignore, norm=assessment.norm)
             z = self._block_z(assessment.block_energies)
         residual_image = assessment.residual_image
-        brightness_score = self._brightness_step(assessment.brightness)
+        brightness_score = (0.0 if "brightness_step" in self.without
+                            else self._brightness_step(assessment.brightness))
         if not warming_up and self.static_after is not None:
             z, residual_image, absorbed = self._absorb_static(x, z, assessment, brightness_score)
             rebuilt |= absorbed
@@ -248,7 +250,7 @@ class SubspaceWindowDetector:
         score = 0.0
         if model.ready:
             score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
-            if warming_up:
+            if warming_up and "warmup_damping" not in self.without:
                 # Scored from the first seconds, so that someone in view from the start is
                 # found; but a model of a second of frames has not seen a tree's gusts yet, so
                 # its scores count for the share of the warm-up it has seen.
@@ -291,7 +293,7 @@ class SubspaceWindowDetector:
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
         step = abs(brightness - statistics.median(recent)) / self.brightness_scale
         self._settling |= step >= self.hot
-        if self._settling and len(recent) >= self.settle_frames:
+        if self._settling and "light_settling" not in self.without and len(recent) >= self.settle_frames:
             motion = abs(brightness - recent[-self.settle_frames])
             if motion < SETTLED_MOTION:
                 self._settling = False
@@ -312,13 +314,15 @@ class SubspaceWindowDetector:
         # frame still unusual in many places is the new scene, moving parts and all.
         if self._since_light_switch is not None:
             self._since_light_switch += 1
-        elif brightness_score >= self.hot and self._lit_everywhere(x):
+        elif ("light_rebuild" not in self.without and brightness_score >= self.hot
+              and self._lit_everywhere(x)):
             self._since_light_switch = 0
         light_switched = (self._since_light_switch is not None
                           and self._since_light_switch >= self.static_after)
         if light_switched:
             self._since_light_switch = None
-        if (self.regions.absorbed_share >= SCENE_CHANGE_SHARE or
+        if ((self.regions.absorbed_share >= SCENE_CHANGE_SHARE
+             and "scene_rebuild" not in self.without) or
                 (light_switched and float((z >= self.hot).mean()) >= LIGHT_CHANGE_SHARE)):
             # The whole scene changed and stayed so: rebuild from the recent frames.
             self._rebuild(list(self.recent.frames))
