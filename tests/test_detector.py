@@ -212,6 +212,22 @@ def test_a_presence_never_becomes_the_windows_majority(window, stride, warmup, f
     assert detector.model.unusual_[:held].sum() <= held / 3
 
 
+@pytest.mark.parametrize("noise", [1.0, 8.0])
+def test_a_lasting_change_is_absorbed_on_a_clean_and_on_a_noisy_sensor(noise):
+    """Stillness is measured against each block's own noise: a camera whose pixels move 8 grey
+    levels from frame to frame (a cheap sensor, at night) absorbs an object left in view as
+    a clean one does, within the absorb time and a few frames (with a fixed tolerance of a
+    few grey levels, the noisy one never did)."""
+    rng = np.random.default_rng(11)
+    frames = scene(rng, 400)
+    frames += rng.normal(0, noise, frames.shape).astype(np.float32)
+    frames = add_patch(frames, 150, 399, moving=False)
+    detector = Detector(window=50, stride=10, static_after=40)
+    scores = scores_of(feed(detector, frames))
+    assert (scores[150:180] > 7).all()                  # placed: an event
+    assert (scores[150 + 40 + 10:] < 4.5).all()         # then background
+
+
 def test_a_static_object_becomes_background_in_its_region_only_with_no_blind_spell():
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 400), 100, 399, moving=False)   # left, and it stays

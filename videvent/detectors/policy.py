@@ -30,12 +30,14 @@ from collections import deque
 import cv2
 import numpy as np
 
-from .background import pixel_blocks
+from .background import NOISE_FLOOR, pixel_blocks
 
-# A block whose root-mean-square change from its reference picture stays below this (grey
-# levels, at the working size) is unchanging: compression and sensor noise move a still
-# picture by one or two levels there, a person breathing or turning by more.
-STATIC_TOLERANCE = 4.0
+# A block is unchanging while its root-mean-square change from its reference picture stays
+# below this multiple of its own noise: how much it changes from one frame to the next while
+# usual (a noisy sensor's still picture moves by 5-15 grey levels, a clean one's by one or two;
+# a person breathing or turning moves it by more than either). The noise is never taken below
+# the background model's noise floor.
+STILL_MULTIPLE = 3.0
 # Share of the frame's blocks that must have become static at once for the change to count as
 # the whole scene's (a light), which rebuilds the model instead of patching blocks.
 SCENE_CHANGE_SHARE = 0.6
@@ -87,6 +89,9 @@ class StaticRegions:
         self.reference_ = np.zeros(frame_shape, np.float32)  # per block: picture to compare
         self.offset_ = np.zeros(frame_shape, np.float32)     # residual an absorbed block keeps
         self.still_for_ = np.zeros(n_blocks, int)           # frames unusual and unchanging
+        # Each block's frame-to-frame change while usual (log grey levels), averaged over
+        # about ``static_after`` frames: its noise.
+        self.log_noise_ = np.full(n_blocks, np.log(NOISE_FLOOR))
         self.absorbed_ = np.zeros(n_blocks, bool)
         self._pixel_block = pixel_blocks(frame_shape, grid)
 
@@ -107,7 +112,13 @@ class StaticRegions:
         # it): the block goes back to the model.
         self.absorbed_ &= z >= self.hot
         unusual = (z >= self.hot) & ~self.absorbed_
-        unchanged = change < STATIC_TOLERANCE
+        # A usual block's reference is the frame before (renewed below): its change is noise.
+        usual = ~unusual & ~self.absorbed_
+        if usual.any():
+            rate = 1.0 / self.static_after
+            log_change = np.log(np.maximum(change[usual], NOISE_FLOOR))
+            self.log_noise_[usual] += rate * (log_change - self.log_noise_[usual])
+        unchanged = change < STILL_MULTIPLE * np.exp(self.log_noise_)
         self.still_for_ = np.where(unusual & unchanged, self.still_for_ + 1, 0)
         # A block starting (or restarting) to be watched takes the current picture as its
         # reference; so does every block that is not absorbed, which keeps references fresh.
@@ -197,7 +208,7 @@ class DarkScene:
         if self._reference is not None:
             gain = float(self._reference.mean()) / max(float(picture.mean()), 1e-3)
             still = block_rms(picture * np.float32(gain) - self._reference, self.grid).max()
-            if still < STATIC_TOLERANCE:
+            if still < STILL_MULTIPLE * NOISE_FLOOR:
                 self.settled_for_ += 1
                 if self.settled_for_ >= self.settle_after:
                     self.active_ = False
