@@ -174,14 +174,18 @@ def test_black_and_frozen_frames_are_reported_not_scored(tmp_path):
     assert "10 blank" in result.stdout
 
 
-@pytest.mark.parametrize("span", [None, "40s", "70s"])
-def test_waving_trees_default_settings(tmp_path, waving_trees, span):
+@pytest.mark.parametrize("fps, span", [(15, None), (15, "40s"), (15, "70s"), (None, None),
+                                       (10, None), (30, None)])
+def test_waving_trees_default_settings(tmp_path, waving_trees, fps, span):
     """The paper's sequence: the person (243..258) is flagged, the waving tree never, and not
-    by the luck of which frames the learning stride picks (the background span sets it)."""
+    by the luck of which frames the learning stride picks (the background span sets it), nor
+    of the frame rate (its own is 15; as a user runs it, images, 25 is assumed)."""
     options = ("--background-span", span) if span else ()
+    options += ("--fps", str(fps)) if fps else ()
     result, scores, events = run_and_read(tmp_path, waving_trees / "frames" / "b%05d.bmp",
-                                          "--fps", "15", *options)
-    assert "15 fps," in result.stderr and events["source"]["fps_assumed"] is False
+                                          *options)
+    assert f"{fps or 25} fps" in result.stderr
+    assert events["source"]["fps_assumed"] is (fps is None)
     flagged = np.flatnonzero(scores["flagged"])
     assert set(range(243, 259)) <= set(flagged)
     assert flagged.min() >= 240 and flagged.max() <= 262

@@ -36,7 +36,7 @@ METHODS = ("sncp", "ancp", "cop", "pca")
 BACKENDS = ("auto", "pyav", "opencv", "images")
 # The detector's mechanisms that ``--without`` turns off, one at a time or several, to measure
 # what each is worth (an ablation); ``videvent/detectors`` reads the same names.
-MECHANISMS = ("robust_fit", "brightness_step", "light_settling", "light_rebuild",
+MECHANISMS = ("motion", "robust_fit", "brightness_step", "light_settling", "light_rebuild",
               "scene_rebuild", "darkness", "region_vote", "presence_share", "max_age",
               "neighbour_spread", "upper_quantile", "out_of_sample", "warmup_damping")
 TIME_HELP = "frames, seconds ('12.3s'), minutes ('10m', '1h30m') or a timecode ('HH:MM:SS.mmm')"

@@ -3,9 +3,10 @@
 Kept apart from the model (``background.py``), as river keeps ``QuantileFilter`` apart from the
 anomaly detector it protects, so each can be tested alone.
 
-- ``LearningSchedule`` says which frames join the model's window: every frame while it warms
-  up, then one frame every ``stride`` frames, whatever its score, so that the window spans a
-  long time (minutes) in a hundred frames. A person who stays for a minute is then a minority
+- ``LearningSchedule`` says which frames join the model's window: densely at the start and
+  sparser as time goes on (the window always spread over all the time seen), then one frame
+  every ``stride`` frames, whatever its score, so that the window spans a long time (minutes)
+  in a hundred frames. A person who stays for a minute is then a minority
   of the window, and the robust inlier scores keep them out of the background subspace; no
   gate on the score decides it. Frames without a picture (blank, corrupt, stalled) are never
   learned.
@@ -44,29 +45,49 @@ SCENE_CHANGE_SHARE = 0.6
 
 
 class LearningSchedule:
-    """Which frames the model learns: the first ``warmup``, then one every ``stride``."""
+    """Which frames the model learns: as many by ``t`` frames as ``window * sqrt(t / span)``
+    until ``span`` (``stride * window``) frames have passed, then one every ``stride``.
 
-    def __init__(self, stride: int, warmup: int):
-        if stride < 1 or warmup < 1:
-            raise ValueError(f"stride and warm-up must be at least 1, got {stride}, {warmup}")
+    The window always holds frames spread over the whole time seen, densest at the start: a
+    model of the first seconds is fitted on frames from all of them, and one of the first
+    minute on frames from all of it, at any frame rate (the count learned by a given time is
+    the same in seconds whatever the rate). ``warmup``: frames (a time) during which the
+    model is still warming up.
+    """
+
+    def __init__(self, stride: int, warmup: int, window: int):
+        if stride < 1 or warmup < 1 or window < 1:
+            raise ValueError(f"stride, warm-up and window must be at least 1, got {stride}, "
+                             f"{warmup}, {window}")
         self.stride = int(stride)
         self.warmup = int(warmup)
+        self.window = int(window)
+        self.span = self.stride * self.window
         self.learned_ = 0
-        self.since_learned_ = 0
+        self.elapsed_ = 0                  # frames with a picture since the start (or restart)
+
+    @property
+    def warming_up(self) -> bool:
+        return self.elapsed_ < self.warmup
+
+    def _target(self, elapsed: int) -> float:
+        if elapsed < self.span:
+            return self.window * (elapsed / self.span) ** 0.5
+        return self.window + (elapsed - self.span) / self.stride
 
     def should_learn(self) -> bool:
         """Whether the next frame with a picture is to be learned; counts it either way."""
-        self.since_learned_ += 1
-        if self.learned_ < self.warmup or self.since_learned_ >= self.stride:
+        self.elapsed_ += 1
+        if self.learned_ < self._target(self.elapsed_):
             self.learned_ += 1
-            self.since_learned_ = 0
             return True
         return False
 
     def restart(self, learned: int) -> None:
-        """The model was rebuilt from ``learned`` frames: warm up again from there."""
+        """The model was rebuilt from ``learned`` frames, warmed up: go on as if they had
+        been learned on this schedule."""
         self.learned_ = learned
-        self.since_learned_ = 0
+        self.elapsed_ = max(self.warmup, round(self.span * min(1.0, learned / self.window) ** 2))
 
 
 class StaticRegions:

@@ -2,12 +2,13 @@
 (``policy.py``).
 
 Every frame is scored as it arrives against the background model; the score is the largest
-z-score that two neighbouring blocks of its residual reach (or the brightness-step score, if
-larger). What the model learns is the policy's: after a short warm-up, one frame in every
-``stride`` whatever its score, so the window spans a minute and the robust steps of the model
-(a per-block vote and SNCP), not a gate, decide which of its frames span the background (the
-frames it learned while finding them unusual hold at most a third of the window, below the
-vote's breakdown point). On a
+z-score that two neighbouring blocks of its residual reach, or that two neighbouring blocks'
+motion reaches against how they have moved lately (``motion.py``), or the brightness-step
+score, whichever is larger. What the model learns is the policy's: frames spread over all the
+time seen (densely at first, then one in every ``stride``) whatever their score, so the window
+spans a minute and the robust steps of the model (a per-block vote and SNCP), not a gate,
+decide which of its frames span the background (the frames it learned while finding them
+unusual hold at most a third of the window, below the vote's breakdown point). On a
 file, ``seed`` can build the model first from frames spread over the whole video (the paper's
 batch setting), or ``seed_reference`` can have such a seeded twin judge the warm-up's frames
 (and an event in view since, to its end) alongside the model, which is learning them, and take
@@ -30,6 +31,7 @@ import numpy as np
 from ..preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT, frame_health
 from .background import METHODS, Assessment, SubspaceBackground, brightness_of, neighbour_max
 from .base import FrameScore
+from .motion import MotionEvidence
 from .policy import SCENE_CHANGE_SHARE, DarkScene, LearningSchedule, RecentFrames, StaticRegions
 
 WARMUP = "warmup"
@@ -45,7 +47,6 @@ BRIGHTNESS_SCALE = 0.1
 # at 0.07).
 LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.07
 MIN_RECENT = 5
-WARMUP_REFIT_EVERY = 10
 # Share of the blocks still unusual ``static_after`` after a light switched for the model to be
 # rebuilt from the frames since (fewer: the new light changed only a corner, which the static
 # regions take care of).
@@ -75,9 +76,11 @@ class SubspaceWindowDetector:
     projection_dim : the window is projected onto its top ``projection_dim`` left singular
         vectors before scoring (50 in the paper)
     inlier_fraction : share of the window, by inlier score, that spans the subspace
-    stride : after the warm-up, one frame in this many is learned (the window then spans
-        ``window * stride`` frames)
-    warmup : frames learned one after another at the start (unseeded) or after a rebuild
+    stride : once ``window * stride`` frames have passed, one frame in this many is learned
+        (before, as many as ``window * sqrt(frames seen / (window * stride))``: see
+        ``policy.LearningSchedule``)
+    warmup : frames at the start (unseeded) or after a rebuild during which the model is
+        warming up (its scores damped)
     static_after : frames a block must stay unusual and unchanging before its picture becomes
         background (None: never)
     hot : block z-score from which a block counts as unusual (the segmenter's lower threshold)
@@ -118,8 +121,8 @@ class SubspaceWindowDetector:
             self.watched_blocks = np.bincount(self.model.pixel_block_[watched_pixels].ravel(),
                                               minlength=self.model.n_blocks) > 0
         self.static_after = static_after
-        self.warmup = max(rank + 1, min(int(warmup), window))
-        self.schedule = LearningSchedule(stride, self.warmup)
+        self.warmup = max(1, int(warmup))
+        self.schedule = LearningSchedule(stride, self.warmup, window)
         self.regions = StaticRegions(self.frame_shape, self.model.grid,
                                      static_after=static_after or 1, hot=hot)
         self.settle_frames = max(1, int(settle_frames))
@@ -130,6 +133,11 @@ class SubspaceWindowDetector:
         # A picture coming out of a lasting darkness settles over a warm-up's length.
         self.dark = None if static_after is None or "darkness" in without else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
+        # What moves against how each block has moved over the last ``static_after`` frames
+        # (``motion.py``), its statistics refreshed every ``settle_frames``.
+        self.motion = None if "motion" in self.without else MotionEvidence(
+            self.frame_shape, self.model.grid, history=static_after or self.warmup,
+            refresh=self.settle_frames)
         self.seeded_ = 0                                  # frames the model was seeded with
         self.start_reference_: SubspaceWindowDetector | None = None  # see ``seed_reference``
         self.start_reference_frames_ = 0                  # frames that twin was seeded with
@@ -163,7 +171,7 @@ class SubspaceWindowDetector:
             return 0
         frames = frames[:self.model.window]
         self.model.reset(np.stack(frames), pinned=min(len(frames), self.model.window // 2))
-        self.schedule.restart(self.warmup)
+        self.schedule.restart(len(frames))
         self.seeded_ = len(frames)
         return len(frames)
 
@@ -179,10 +187,11 @@ class SubspaceWindowDetector:
         background in ``settle_frames``. After the warm-up, ``_hand_over`` decides when the
         twin goes. Call this before the first frame. Returns how many frames seeded the twin.
         """
-        if self.schedule.learned_ or self.seeded_:
+        if self.schedule.elapsed_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
         self.start_reference_ = None           # a twin is of this detector alone, no twin's
         twin = copy.deepcopy(self)
+        twin.motion = None                     # what moves is judged once, by this detector
         twin.regions.static_after = self.settle_frames
         used = twin.seed(frames)
         self.start_reference_ = twin if used else None
@@ -203,6 +212,8 @@ class SubspaceWindowDetector:
                 self._settling = True
                 if self.dark is not None:
                     self.dark.blank(brightness_of(x))
+            if self.motion is not None:
+                self.motion.forget_picture()
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
         if health in (REPEAT, FROZEN) and self._previous_verdict is not None:
@@ -214,6 +225,12 @@ class SubspaceWindowDetector:
                            status=FROZEN if health == FROZEN else self._previous_verdict.status)
         model = self.model
         rebuilt = False
+        motion_z = None
+        if self.motion is not None:
+            motion_z = self.motion.score_one(x)
+            self.motion.learn_one(x)
+            if motion_z is not None:
+                motion_z = self._only_watched(motion_z)
         if self.dark is not None:
             if self.dark.lit(x):
                 # The picture that came out of the dark has stood still: it is the background.
@@ -224,7 +241,7 @@ class SubspaceWindowDetector:
             elif self.dark.active_ and not self._known_scene(x):
                 return self._score_against_darkness(index, time_s, x, explain)
         assessment = model.score_one(x)
-        warming_up = not model.ready or self.schedule.learned_ < self.warmup
+        warming_up = not model.ready or self.schedule.warming_up
         z = self._block_z(assessment.block_energies)
         # Fit the frame to the subspace again without its most unusual blocks: a bright object
         # pulls the fit and spreads a faint copy of itself over the whole frame, which made
@@ -247,28 +264,30 @@ class SubspaceWindowDetector:
                 z = self._block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
         self.recent.add(x, assessment.brightness)
-        score = 0.0
+        score = model_score = 0.0
         if model.ready:
-            score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
+            model_score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
+            score = model_score
+            if motion_z is not None:
+                score = max(score, neighbour_max(motion_z.reshape(model.grid[::-1])))
             if warming_up and "warmup_damping" not in self.without:
                 # Scored from the first seconds, so that someone in view from the start is
                 # found; but a model of a second of frames has not seen a tree's gusts yet, so
                 # its scores count for the share of the warm-up it has seen.
-                score *= self.schedule.learned_ / self.warmup
+                score *= self.schedule.elapsed_ / self.warmup
         learned = self.schedule.should_learn()
         if learned:
-            # While warming up, a refit every few frames (and one as the warm-up ends) keeps
-            # the model close to one refitted at every frame, at a tenth the cost.
-            learned_so_far = self.schedule.learned_
-            model.learn_one(x, refit=learned_so_far >= self.warmup
-                            or learned_so_far % WARMUP_REFIT_EVERY == 0,
-                            energies=None if warming_up else assessment.block_energies,
-                            norm=assessment.norm, unusual=not warming_up and score >= self.hot)
+            # Unusual to the model itself (what its window holds is its business, not what
+            # moves: a busy lane is usual there, and its cars still flagged by their motion).
+            model.learn_one(x, energies=None if warming_up else assessment.block_energies,
+                            norm=assessment.norm,
+                            unusual=not warming_up and model_score >= self.hot)
         residual = assessment.residual
         explanation = {}
         if model.ready and (explain is True or (explain is not False and score >= explain)):
+            blocks = z if motion_z is None else np.maximum(z, motion_z)
             explanation = {"residual_image": residual_image.reshape(self.frame_shape),
-                           "block_scores": z.reshape(model.grid[::-1])}
+                           "block_scores": blocks.reshape(model.grid[::-1])}
         if self.start_reference_ is not None:
             judged = self.start_reference_.process_frame(index, time_s, x, health,
                                                          explain=explain)
@@ -293,7 +312,8 @@ class SubspaceWindowDetector:
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
         step = abs(brightness - statistics.median(recent)) / self.brightness_scale
         self._settling |= step >= self.hot
-        if self._settling and "light_settling" not in self.without and len(recent) >= self.settle_frames:
+        if (self._settling and "light_settling" not in self.without
+                and len(recent) >= self.settle_frames):
             motion = abs(brightness - recent[-self.settle_frames])
             if motion < SETTLED_MOTION:
                 self._settling = False
@@ -331,7 +351,10 @@ class SubspaceWindowDetector:
 
     def _block_z(self, energies: np.ndarray) -> np.ndarray:
         """The model's block z-scores, never above 0 in a block nobody watches."""
-        z = self.model.block_z(energies)
+        return self._only_watched(self.model.block_z(energies))
+
+    def _only_watched(self, z: np.ndarray) -> np.ndarray:
+        """Block z-scores never above 0 in a block nobody watches."""
         if self.watched_blocks is None:
             return z
         return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
@@ -344,13 +367,9 @@ class SubspaceWindowDetector:
         a scene that never stands still (a curtain, an escalator), once the model alone has
         found every frame unusual for ``static_after``, the time a lasting change takes to be
         background anyway; it goes when both find the frame usual, and at the latest once the
-        model has learned a window of frames since its warm-up (its window has turned over).
-        Not as soon as the model's window is full: at a high frame rate the warm-up fills it
-        with a second or two of frames, and a busy start (traffic) learned so densely hides
-        what is in view then for a minute (development set, traffic started mid-event: F1 0.86
-        going then, 0.93 staying)."""
+        window's span has passed since the warm-up (the window has turned over)."""
         twin = self.start_reference_
-        if self.schedule.learned_ >= self.warmup + self.model.window:
+        if self.schedule.elapsed_ >= self.warmup + self.schedule.span:
             self.start_reference_ = None
             return
         if twin_score >= self.hot:
@@ -366,9 +385,9 @@ class SubspaceWindowDetector:
                     and self._alone_unusual_for >= self.static_after)):
             # Become the twin (a copy of this detector, state and all): its window of frames
             # from the whole file, unpinned, and those it learned since replaces the model's.
-            counts = (self.seeded_, self.start_reference_frames_)
+            kept = (self.seeded_, self.start_reference_frames_, self.motion)
             vars(self).update(vars(twin))
-            self.seeded_, self.start_reference_frames_ = counts
+            self.seeded_, self.start_reference_frames_, self.motion = kept
             self.start_reference_adopted_ = index
             self.model.unpin()
             self.regions.static_after = self.static_after or 1
