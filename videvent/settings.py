@@ -36,9 +36,9 @@ METHODS = ("sncp", "ancp", "cop", "pca")
 BACKENDS = ("auto", "pyav", "opencv", "images")
 # The detector's mechanisms that ``--without`` turns off, one at a time or several, to measure
 # what each is worth (an ablation); ``videvent/detectors`` reads the same names.
-MECHANISMS = ("motion", "robust_fit", "brightness_step", "light_settling", "light_rebuild",
-              "scene_rebuild", "darkness", "region_vote", "presence_share", "max_age",
-              "neighbour_spread", "upper_quantile", "out_of_sample", "warmup_damping")
+MECHANISMS = ("motion", "brightness_step", "light_settling", "scene_rebuild", "darkness",
+              "region_vote", "presence_share", "max_age", "upper_quantile", "neighbour_spread",
+              "out_of_sample", "warmup_damping")
 TIME_HELP = "frames, seconds ('12.3s'), minutes ('10m', '1h30m') or a timecode ('HH:MM:SS.mmm')"
 # Words that turn a time that can be None (absorb-after) off.
 NEVER = ("never", "none", "off")

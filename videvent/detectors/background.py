@@ -192,20 +192,10 @@ class SubspaceBackground:
         return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
 
     # -- river-style API ---------------------------------------------------------------------
-    def score_one(self, x: np.ndarray, ignore: np.ndarray | None = None,
-                  norm: float | None = None) -> Assessment:
-        """Compare ``x`` with the model; ``ignore`` (a mask of blocks) leaves those blocks out
-        of the fit of ``x`` to the subspace, so that an object there does not spread into the
-        residual of the rest of the frame (a robust projection). ``norm``: the length of ``x``
-        when an earlier assessment of it has it."""
-        coefficients = self.basis_.T @ x
-        if ignore is not None and ignore.any() and not ignore.all():
-            kept = ~ignore[self.pixel_block_.ravel()]
-            basis = self.basis_[kept]
-            gram = basis.T @ basis
-            if np.linalg.cond(gram) < 1e6:
-                coefficients = np.linalg.solve(gram, basis.T @ x[kept])
-        outside = x - self.basis_ @ coefficients
+    def score_one(self, x: np.ndarray, norm: float | None = None) -> Assessment:
+        """Compare ``x`` with the model; ``norm``: the length of ``x`` when an earlier
+        assessment of it has it."""
+        outside = x - self.basis_ @ (self.basis_.T @ x)
         if norm is None:
             norm = float(np.linalg.norm(x))
         if norm == 0.0:

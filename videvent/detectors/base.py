@@ -13,9 +13,8 @@ class FrameScore:
 
     residual: distance of the unit-length frame from the background subspace (0..1)
     score: robust z-score of the residual against the frames the model holds as normal
-    status: 'ok', 'warmup' (the model was still learning its first seconds: the score is
-        damped by the share of the warm-up it had seen, and 0 before it had a model), 'blank',
-        'frozen' or 'corrupt'
+    status: 'ok', 'warmup' (the model was still learning its first seconds; the score is 0
+        before it had a model), 'blank', 'frozen' or 'corrupt'
     admitted: the frame joined the model's window (the policy learns one frame in a stride,
         whatever its score)
     absorbed: the model was rebuilt from the recent frames at this frame, because the whole

@@ -47,12 +47,6 @@ BRIGHTNESS_SCALE = 0.1
 # at 0.07).
 LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.07
 MIN_RECENT = 5
-# Share of the blocks still unusual ``static_after`` after a light switched for the model to be
-# rebuilt from the frames since (fewer: the new light changed only a corner, which the static
-# regions take care of).
-LIGHT_CHANGE_SHARE = 0.25
-# A block whose mean brightness moved by more than this (log: 5%) with the frame's has been lit.
-LIT_BLOCK_CHANGE = 0.05
 # After a light switched (a brightness step, or darkness), the camera's exposure swings for a
 # second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
 # ``settle_frames``. Until then a frame scores at least the low threshold (more as the motion
@@ -80,7 +74,7 @@ class SubspaceWindowDetector:
         (before, as many as ``window * sqrt(frames seen / (window * stride))``: see
         ``policy.LearningSchedule``)
     warmup : frames at the start (unseeded) or after a rebuild during which the model is
-        warming up (its scores damped)
+        warming up (status 'warmup': it learns what is in view then)
     static_after : frames a block must stay unusual and unchanging before its picture becomes
         background (None: never)
     hot : block z-score from which a block counts as unusual (the segmenter's lower threshold)
@@ -143,7 +137,6 @@ class SubspaceWindowDetector:
         self.start_reference_frames_ = 0                  # frames that twin was seeded with
         self.start_reference_adopted_: int | None = None  # frame the twin took over at
         self._alone_unusual_for = 0      # frames in a row only the model, not the twin, flagged
-        self._since_light_switch: int | None = None
         self._settling = False                          # a switched light has not settled yet
         self._previous_verdict: FrameScore | None = None   # what a repeat of it is given
 
@@ -178,9 +171,8 @@ class SubspaceWindowDetector:
     def seed_reference(self, frames) -> int:
         """Have the warm-up's frames judged against frames spread over the whole video too.
 
-        The model learns every frame of its warm-up, so on its own it cannot tell what is in
-        view then (a person there from the first frame) from the scene, and its scores there
-        are damped. A twin of this detector, seeded from ``frames`` (``seed``: the inlier
+        The model learns its warm-up's frames densely, so on its own it cannot tell what is in
+        view then (a person there from the first frame) from the scene. A twin of this detector, seeded from ``frames`` (``seed``: the inlier
         scores pick the background among them), scores those frames too, and each scores the
         larger of the two verdicts. The twin judges what moves: a difference from the file's
         look that stands still from the start (a door left open, a parked car) becomes its
@@ -243,21 +235,11 @@ class SubspaceWindowDetector:
         assessment = model.score_one(x)
         warming_up = not model.ready or self.schedule.warming_up
         z = self._block_z(assessment.block_energies)
-        # Fit the frame to the subspace again without its most unusual blocks: a bright object
-        # pulls the fit and spreads a faint copy of itself over the whole frame, which made
-        # every block look unusual. Twice: the first pass takes out the strongest blocks.
-        ignore = np.zeros(model.n_blocks, bool)
-        for _ in range(0 if "robust_fit" in self.without else 2):
-            ignore |= z >= max(self.hot, 0.5 * float(z.max()))
-            if not ignore.any() or ignore.all():
-                break
-            assessment = model.score_one(x, ignore=ignore, norm=assessment.norm)
-            z = self._block_z(assessment.block_energies)
         residual_image = assessment.residual_image
         brightness_score = (0.0 if "brightness_step" in self.without
                             else self._brightness_step(assessment.brightness))
         if not warming_up and self.static_after is not None:
-            z, residual_image, absorbed = self._absorb_static(x, z, assessment, brightness_score)
+            z, residual_image, absorbed = self._absorb_static(x, z, assessment)
             rebuilt |= absorbed
             if absorbed:
                 assessment = model.score_one(x, norm=assessment.norm)
@@ -271,9 +253,9 @@ class SubspaceWindowDetector:
             if motion_z is not None:
                 score = max(score, neighbour_max(motion_z.reshape(model.grid[::-1])))
             if warming_up and "warmup_damping" not in self.without:
-                # Scored from the first seconds, so that someone in view from the start is
-                # found; but a model of a second of frames has not seen a tree's gusts yet, so
-                # its scores count for the share of the warm-up it has seen.
+                # Scored from the first frames, so that someone in view from the start is found;
+                # but statistics of a second's frames have not seen a tree's gusts yet, so the
+                # scores count for the share of the warm-up seen.
                 score *= self.schedule.elapsed_ / self.warmup
         learned = self.schedule.should_learn()
         if learned:
@@ -323,28 +305,16 @@ class SubspaceWindowDetector:
                 step = max(step, self.hot + (motion - SETTLED_MOTION) / self.brightness_scale)
         return step
 
-    def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment,
-                       brightness_score: float):
+    def _absorb_static(self, x: np.ndarray, z: np.ndarray, assessment: Assessment):
         model = self.model
         norm = max(assessment.norm, 1e-12)
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
             lambda image: self._block_z(model.block_energies(image, norm, x)))
-        # A light switched: once ``static_after`` has passed since the brightness stepped, a
-        # frame still unusual in many places is the new scene, moving parts and all.
-        if self._since_light_switch is not None:
-            self._since_light_switch += 1
-        elif ("light_rebuild" not in self.without and brightness_score >= self.hot
-              and self._lit_everywhere(x)):
-            self._since_light_switch = 0
-        light_switched = (self._since_light_switch is not None
-                          and self._since_light_switch >= self.static_after)
-        if light_switched:
-            self._since_light_switch = None
-        if ((self.regions.absorbed_share >= SCENE_CHANGE_SHARE
-             and "scene_rebuild" not in self.without) or
-                (light_switched and float((z >= self.hot).mean()) >= LIGHT_CHANGE_SHARE)):
-            # The whole scene changed and stayed so: rebuild from the recent frames.
+        if (self.regions.absorbed_share >= SCENE_CHANGE_SHARE
+                and "scene_rebuild" not in self.without):
+            # The whole scene changed and stayed so (a light switched and left on, most blocks
+            # static at once): rebuild from the recent frames.
             self._rebuild(list(self.recent.frames))
             return z, residual_image, True
         return z, residual_image, False
@@ -399,7 +369,6 @@ class SubspaceWindowDetector:
         self.start_reference_ = None           # a new scene: the file's look says nothing of it
         self.regions.clear()
         self.schedule.restart(len(frames))
-        self._since_light_switch = None
 
     def _known_scene(self, x: np.ndarray) -> bool:
         """Whether the model explains the picture that came out of the dark (the light came
@@ -427,18 +396,6 @@ class SubspaceWindowDetector:
                            "block_scores": np.full(self.model.grid[::-1], score)}
         self._previous_verdict = FrameScore(index, time_s, 1.0, score, OK, False, **explanation)
         return self._previous_verdict
-
-    def _lit_everywhere(self, x: np.ndarray) -> bool:
-        """Whether most blocks changed their brightness together against the recent frames: a
-        light, not a person (who changes the blocks they cover)."""
-        means = self.model.coarse_picture
-        before = np.median([means(frame) * float(frame.mean()) for frame in self.recent.frames],
-                           axis=0)
-        ratio = np.log(np.maximum(means(x) * float(x.mean()), 1e-3) / np.maximum(before, 1e-3))
-        if self.watched_blocks is not None:      # the zeros outside a region never light up
-            ratio = ratio[self.watched_blocks]
-        step = np.sign(np.median(ratio))
-        return float(np.mean(step * ratio > LIT_BLOCK_CHANGE)) >= SCENE_CHANGE_SHARE
 
     @property
     def absorbed_blocks(self) -> np.ndarray:
