@@ -172,12 +172,13 @@ class SubspaceWindowDetector:
         """Have the warm-up's frames judged against frames spread over the whole video too.
 
         The model learns its warm-up's frames densely, so on its own it cannot tell what is in
-        view then (a person there from the first frame) from the scene. A twin of this detector, seeded from ``frames`` (``seed``: the inlier
-        scores pick the background among them), scores those frames too, and each scores the
-        larger of the two verdicts. The twin judges what moves: a difference from the file's
-        look that stands still from the start (a door left open, a parked car) becomes its
-        background in ``settle_frames``. After the warm-up, ``_hand_over`` decides when the
-        twin goes. Call this before the first frame. Returns how many frames seeded the twin.
+        view then (a person there from the first frame) from the scene. A twin of this
+        detector, seeded from ``frames`` (``seed``: the inlier scores pick the background among
+        them), scores those frames too, and each scores the larger of the two verdicts. The
+        twin judges what moves: a difference from the file's look that stands still from the
+        start (a door left open, a parked car) becomes its background in ``settle_frames``.
+        After the warm-up, ``_hand_over`` decides when the twin goes. Call this before the
+        first frame. Returns how many frames seeded the twin.
         """
         if self.schedule.elapsed_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
