@@ -46,6 +46,7 @@ class MotionEvidence:
         self.previous_: np.ndarray | None = None
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self._since_refresh = 0
+        self._scored: tuple[np.ndarray, np.ndarray | None] | None = None  # (x, its change)
 
     def _log_change(self, x: np.ndarray) -> np.ndarray | None:
         if self.previous_ is None:
@@ -62,6 +63,7 @@ class MotionEvidence:
         """Block z-scores of the change from the last picture learned (None before
         ``MIN_CHANGES`` changes have been learned)."""
         change = self._log_change(x)
+        self._scored = (x, change)          # learn_one of the same frame needs it again
         if change is None or len(self.changes_) < MIN_CHANGES:
             return None
         if self._stats is None:
@@ -72,7 +74,8 @@ class MotionEvidence:
 
     def learn_one(self, x: np.ndarray) -> None:
         """Record ``x``'s change from the picture before it; ``x`` is the next one's before."""
-        change = self._log_change(x)
+        scored, self._scored = self._scored, None
+        change = scored[1] if scored is not None and scored[0] is x else self._log_change(x)
         if change is not None:
             self.changes_.append(change)
             self._since_refresh += 1
@@ -84,3 +87,4 @@ class MotionEvidence:
     def forget_picture(self) -> None:
         """No picture came (a blank or corrupt frame): the next one has nothing to move from."""
         self.previous_ = None
+        self._scored = None
