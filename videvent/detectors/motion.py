@@ -82,7 +82,11 @@ class MotionEvidence:
             if self._since_refresh >= self.refresh or len(self.changes_) <= MIN_CHANGES:
                 self._stats = None
                 self._since_refresh = 0
-        self.previous_ = x.reshape(self.frame_shape).astype(np.float32, copy=True)
+        picture = x.reshape(self.frame_shape)
+        if self.previous_ is None:
+            self.previous_ = picture.astype(np.float32, copy=True)
+        else:                                # no new array a frame
+            np.copyto(self.previous_, picture)
 
     def forget_picture(self) -> None:
         """No picture came (a blank or corrupt frame): the next one has nothing to move from."""
