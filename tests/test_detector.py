@@ -260,6 +260,26 @@ def test_lights_switched_are_a_short_event_then_the_new_light_is_background():
     assert (scores[342:370] > 7).all()                  # people in the dimmer scene: found
 
 
+def test_the_scene_is_not_rebuilt_while_something_in_it_still_moves():
+    """A lamp lights most of the scene (an added glow, which no block's own gain explains)
+    while someone moves about: most blocks become static and new, but the model is rebuilt
+    from the recent frames only once nothing unusual moves any more, so the person is not
+    learned with the new light and leaves no ghost."""
+    rng = np.random.default_rng(12)
+    frames = scene(rng, 420)
+    rows, cols = np.mgrid[0:frames.shape[1], 0:frames.shape[2]]
+    glow = 60 * np.exp(-((rows - 10) ** 2 + (cols - 60) ** 2) / 900.0) + 25
+    frames[150:] += glow.astype(np.float32)
+    frames = add_patch(frames, 140, 260, PATCH)                    # someone, moving
+    detector = Detector(window=50, stride=10, static_after=30)
+    results = feed(detector, frames)
+    scores = scores_of(results)
+    rebuilt = [r.index for r in results if r.absorbed]
+    assert rebuilt and all(index > 260 for index in rebuilt)
+    assert (scores[140:258] > 7).all()                            # the person, all along
+    assert (scores[rebuilt[0] + 2:] < 4.5).all()                  # then nothing: no ghost
+
+
 def test_the_robust_scores_keep_event_frames_in_the_window_out_of_the_background():
     """The window holds 30% event frames; SNCP's inliers span what the background frames
     alone span, PCA's do not."""

@@ -312,10 +312,14 @@ class SubspaceWindowDetector:
         z, residual_image = self.regions.update(
             x, z, assessment.residual_image,
             lambda image: self._block_z(model.block_energies(image, norm, x)))
+        # Unusual blocks not absorbed: something in the scene still moves.
+        moving = np.where(self.regions.absorbed_, 0.0, z).reshape(model.grid[::-1])
         if (self.regions.absorbed_share >= SCENE_CHANGE_SHARE
+                and neighbour_max(moving) < self.hot
                 and "scene_rebuild" not in self.without):
             # The whole scene changed and stayed so (a light switched and left on, most blocks
-            # static at once): rebuild from the recent frames.
+            # static at once), and nothing in it moves: rebuild from the recent frames, which
+            # would otherwise hold whoever is still moving about as part of the new scene.
             self._rebuild(list(self.recent.frames))
             return z, residual_image, True
         return z, residual_image, False
