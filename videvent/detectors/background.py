@@ -395,7 +395,7 @@ class SubspaceBackground:
         # Coordinates of the window's frames in its top-k left singular basis (k x n).
         projected = np.sqrt(top_values)[:, None] * top_vectors.T
         normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
-        vote = self.region_vote and self.method != "pca" and "region_vote" not in self.without
+        vote = self.region_vote and self.method != "pca"
         candidates = np.arange(n)
         if vote:
             agree = self._majority_agrees(self.cells_[:n], CELL_SPREAD_FLOOR, both_ways=True)

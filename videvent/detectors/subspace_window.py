@@ -99,7 +99,8 @@ class SubspaceWindowDetector:
         self.model = SubspaceBackground(
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks,
-            light_invariant=light_invariant, without=without)
+            light_invariant=light_invariant, region_vote="region_vote" not in without,
+            without=without)
         self.without = frozenset(without)
         self.brightness_scale = (LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant
                                  else BRIGHTNESS_SCALE)
