@@ -47,8 +47,7 @@ WARMUP_SECONDS = 3.0
 SETTLE_SECONDS = 0.5
 # A picture repeated exactly for this long is a stalled source, reported as frozen (the
 # duration ffmpeg's freezedetect filter reports by default). Shorter runs of repeats are a still
-# scene coded at a low bit rate: the bag clip of the development set at CRF 36 has 18 runs of
-# 1 to 52 frames (1.7 s), the six visits as published runs of 1 to 3.
+# scene coded at a low bit rate, which repeats a still picture within a keyframe interval.
 FROZEN_AFTER_SECONDS = 2.0
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it.

@@ -41,8 +41,8 @@ ENERGY_FLOOR = 0.01
 NOISE_FLOOR = 1.5
 # The spread of a block's log energy is the larger of the MAD-based sigma and the 95th
 # percentile's distance from the median / 1.645 (equal for normal data). The second keeps a
-# waving tree's gusts, rare but recurring, from looking like events (on WavingTrees and the
-# synthetic garden the upper quartile flags them); the frames it reads are the window's
+# waving tree's gusts, rare but recurring, from looking like events, which a spread read off
+# the middle of the distribution would call them; the frames it reads are the window's
 # background frames, so events do not widen it. A floor of 15% keeps perfectly still blocks
 # from turning noise into events.
 MAD_TO_SIGMA = 1.4826
@@ -88,21 +88,15 @@ def brightness_of(x: np.ndarray) -> float:
 
 # Which frame a new one replaces: the oldest of those the last refit outvoted (event frames),
 # so the window keeps its background frames while a presence lasts; but never a frame older
-# than this many windows' worth of learning, so the model follows a scene that changed slowly.
-# (Replacing the oldest frame whatever it is: mean F1 0.81 on the development set against
-# 0.83; intel_one_by_one_person 0.68 against 0.86, aboda_video4 0.87 against 0.81.)
+# than this many windows' worth of learning, so the model follows a scene that changed slowly
+# (the README's ablation gives what it is worth).
 MAX_AGE_IN_WINDOWS = 5
 # Frames learned while the model found them unusual (``learn_one(unusual=True)``: a presence)
 # hold at most this share of the frames in the window, full or not; past it, such a frame
 # replaces the oldest of them. The per-block vote is a median, which a presence that fills half
-# the window would carry: at 10 fps the warm-up is 30 frames and the window fills one frame in
-# six over 42 s, and two visits of 14 s and 22 s at the same table became the background there
-# (development set at CRF 36: the six visits 0.74, 0.98 with a third of the window's capacity;
-# at a quarter 0.92, at a half 0.72). At a third of the frame rate the warm-up is 10 frames, and
-# a third of the capacity was a majority of the frames held: the six visits 0.57, 0.87 with a
-# third of the frames held (and the escalators 0.83 to 0.96; the dev set as recorded and started
-# mid-event unchanged; at CRF 36 the six visits 0.92 against 0.98, see the README). A presence
-# that outlasts ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames
+# the window would carry; a third stays below that breakdown point with room for a second
+# presence in the same place. Counted against the frames held, not the window's capacity: a
+# third of the capacity is a majority of a window still filling. A presence that outlasts ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames
 # before it age out.
 UNUSUAL_SHARE = 1 / 3
 
@@ -164,9 +158,8 @@ class SubspaceBackground:
                                np.float32)
         # Out-of-sample block energies: seed frames' against the other half of the seed, stream
         # frames' against the model that scored them. In-sample residuals of a rank-3 fit
-        # understate how much a moving texture varies: with them alone, whether a waving tree
-        # made false events on WavingTrees hung on the learning stride (F1 0.41 to 0.97 over
-        # spans of 45 to 70 s); the statistics take both (see ``_statistics``).
+        # understate how much a moving texture varies (they are part of what was fitted); the
+        # statistics take both (see ``_statistics``).
         self.scored_energies_ = np.zeros((self.window, self.n_blocks))
         self.scored_ = np.zeros(self.window, bool)
         self.unusual_ = np.zeros(self.window, bool)       # learned while found unusual
@@ -356,9 +349,7 @@ class SubspaceBackground:
             spread = np.maximum(spread_in, spread_out)
             # At least the median spread of the block and its eight neighbours: a block's
             # spread is read off fifty-odd frames, and whether a few of them caught a tree's
-            # rare gusts is luck; what moves in a block moves in its neighbours too
-            # (WavingTrees at a 70 s span: the tree flagged for twelve frames after the
-            # person without this, nothing at spans of 40-70 s with it).
+            # rare gusts is luck; what moves in a block moves in its neighbours too.
             if "neighbour_spread" not in self.without:
                 neighbourhood = cv2.medianBlur(
                     spread.reshape(self.grid[::-1]).astype(np.float32), 3)

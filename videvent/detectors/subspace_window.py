@@ -42,17 +42,14 @@ __all__ = ["METHODS", "SubspaceWindowDetector", "WARMUP"]
 # until it is the recent frames' median (half of ``static_after``).
 BRIGHTNESS_SCALE = 0.1
 # With light-invariant blocks the brightness step is the only sign of a light switched, so it
-# is more sensitive (development set, the light switched ten times: F1 0.93 at 0.1, the light
-# going out found late; 0.93 at 0.05, the exposure settling after it flagged for longer; 0.95
-# at 0.07).
+# is more sensitive (a 7% step of the overall light scores 1).
 LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.07
 MIN_RECENT = 5
 # After a light switched (a brightness step, or darkness), the camera's exposure swings for a
 # second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
 # ``settle_frames``. Until then a frame scores at least the low threshold (more as the motion
-# grows, as a brightness step does), so the one event goes on while the light settles
-# (development set: a light switched on is labelled through the exposure's overshoot; the
-# closet's ten switches F1 0.85 without this, 0.97 with it).
+# grows, as a brightness step does), so the one event goes on while the light settles: a switch
+# is one event through the exposure's overshoot, not two.
 SETTLED_MOTION = 0.02
 
 
