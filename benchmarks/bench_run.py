@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from videvent import synthetic  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
+from videvent.detectors.subspace_window import frame_parameters  # noqa: E402
 from videvent.pipeline import prepare, score_frames  # noqa: E402
 from videvent.preprocess import Preprocessor  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
@@ -182,7 +183,9 @@ def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:
         frames = [preprocess(f.image) for f, _ in zip(source.frames(), range(100 + steps))]
     with threadpool_limits(1, "blas"):
         # Learning every frame (stride 1) refits at every frame: the detector's worst case.
-        detector = SubspaceWindowDetector((height, width), stride=1, warmup=1, static_after=None)
+        parameters = {**frame_parameters(Settings(), FPS), "stride": 1, "warmup": 1,
+                      "static_after": None, "refit_every": 1}
+        detector = SubspaceWindowDetector((height, width), **parameters)
         for x in frames[:100]:
             detector.model.learn_one(x)
         start = time.perf_counter()

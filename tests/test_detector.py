@@ -35,10 +35,19 @@ def add_patch(frames, first, last, where=PATCH, *, moving=True, level=90.0):
     return frames
 
 
-def Detector(**settings):
-    """The detector at this small frame size: 6 blocks across, each of 10 x 10 pixels, about
-    the size of a block of the default grid at the default working size."""
-    return SubspaceWindowDetector(SHAPE, **{"blocks": 6, **settings})
+# The synthetic scene's parameters, in frames: 6 blocks across, each of 10 x 10 pixels, about
+# the size of a block of the default grid at the default working size.
+MODEL = dict(method="sncp", rank=3, window=100, projection_dim=50, inlier_fraction=0.3,
+             refit_every=1, blocks=6, light_invariant=True)
+POLICY = dict(stride=10, warmup=25, static_after=125, hot=4.5, settle_frames=12)
+
+
+def Detector(**parameters):
+    return SubspaceWindowDetector(SHAPE, **{**MODEL, **POLICY, **parameters})
+
+
+def Model(**parameters):
+    return SubspaceBackground(SHAPE, **{**MODEL, "light_invariant": False, **parameters})
 
 
 def feed(detector, frames, start=0):
@@ -51,7 +60,7 @@ def scores_of(results):
 
 
 def test_rolling_gram_matrix_equals_the_window_products():
-    model = SubspaceBackground(SHAPE, window=20)
+    model = Model(window=20, blocks=16)
     for x in scene(np.random.default_rng(0), 53):
         model.learn_one(x.ravel())
     X = model.frames_.astype(np.float64)
@@ -61,8 +70,8 @@ def test_rolling_gram_matrix_equals_the_window_products():
 def test_refit_gives_the_papers_subspace_of_the_window():
     """Gram eigenpairs -> projection -> SNCP -> basis equals the same steps done with SVDs."""
     rng = np.random.default_rng(1)
-    model = SubspaceBackground(SHAPE, window=40, projection_dim=10, rank=3, inlier_fraction=0.5,
-                               region_vote=False)
+    model = Model(window=40, projection_dim=10, rank=3, inlier_fraction=0.5, region_vote=False,
+                  blocks=16)
     frames = scene(rng, 40).reshape(40, -1)
     frames[::7] += rng.uniform(0, 80, size=frames[::7].shape).astype(np.float32)  # outliers
     for x in frames:
@@ -78,7 +87,7 @@ def test_refit_gives_the_papers_subspace_of_the_window():
 
 def test_basis_stays_orthonormal_when_the_window_spans_fewer_dimensions_than_rank():
     picture = scene(np.random.default_rng(2), 1)[0].ravel()
-    model = SubspaceBackground(SHAPE, window=30, rank=3)
+    model = Model(window=30, rank=3, blocks=16)
     for scale in np.linspace(1, 2, 60):
         model.learn_one((scale * picture).astype(np.float32))  # a rank-1 window
     basis = model.basis_.astype(np.float64)
@@ -108,7 +117,7 @@ def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_
     seed = [frames[i].ravel() for i in range(0, 300, 5)]
     assert detector.seed_reference(seed) == 60
     assert detector.seed_reference(seed) == 60                 # again: replaces, never nests
-    assert detector.start_reference_.start_reference_ is None
+    assert detector.start_reference_.twin.model.n_pinned_ == 30    # half the window
     results = feed(detector, frames)
     scores = scores_of(results)
     # Past the warm-up (25 frames), which learned the patch, the twin judges it to its end;
@@ -119,7 +128,7 @@ def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_
     assert 60 < detector.start_reference_adopted_ <= 60 + 12 + 2
     assert (scores[detector.start_reference_adopted_ + 1:] < 4.5).all()
     assert detector.start_reference_ is None and detector.seeded_ == 0
-    assert detector.regions.static_after == detector.static_after
+    assert detector.judge.regions.static_after == detector.static_after
     assert detector.model.n_pinned_ == 0               # the seed frames stream on as any other
     with pytest.raises(ValueError, match="before the first frame"):
         detector.seed_reference([frames[0].ravel()] * 10)
@@ -291,7 +300,7 @@ def test_the_robust_scores_keep_event_frames_in_the_window_out_of_the_background
     background_alone = principal_directions(frames[30:].T.astype(np.float64), 3)
     errors = {}
     for method in ("sncp", "pca"):
-        model = SubspaceBackground(SHAPE, window=100, method=method, blocks=6)
+        model = Model(window=100, method=method)
         model.reset(frames)
         errors[method] = recovery_error(background_alone, model.basis_.astype(np.float64))
     assert errors["sncp"] < 0.05 and errors["pca"] > 0.5
@@ -348,7 +357,7 @@ def test_memory_is_bounded_by_the_window():
         feed(detector, frames, start=60 * repeat)
     model = detector.model
     assert model.frames_.shape == (25, SHAPE[0] * SHAPE[1])
-    assert len(model.block_history_) <= 25 and len(detector.recent.frames) <= 25
+    assert len(model.block_history_) <= 25 and len(detector.judge.recent.frames) <= 25
 
 
 def test_a_presence_longer_than_the_window_spans_stays_one_event_with_no_ghost():
@@ -447,8 +456,8 @@ def test_blocks_outside_the_watched_area_never_raise_the_score():
     watched[:, :32] = True
     frames[:, ~watched] = 0
     detector = Detector(window=30, static_after=40, watched=watched.ravel())
-    assert detector.watched_blocks.reshape(detector.model.grid[::-1])[:, :3].all()
-    assert not detector.watched_blocks.reshape(detector.model.grid[::-1])[:, 3:].any()
+    assert detector.judge.watched_blocks.reshape(detector.model.grid[::-1])[:, :3].all()
+    assert not detector.judge.watched_blocks.reshape(detector.model.grid[::-1])[:, 3:].any()
     results = [detector.process_frame(i, i / 10, x.ravel(), explain=True)
                for i, x in enumerate(frames)]
     outside = np.array([r.block_scores[:, 3:].max() for r in results

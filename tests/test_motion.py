@@ -76,8 +76,10 @@ def test_a_lane_busy_most_of_the_time_is_still_flagged_where_the_background_lear
         start = rng.integers(0, 56)
         frames[t, 12:24, start:start + 8] += 90
     def flagged_share(without):
-        detector = SubspaceWindowDetector(SHAPE, blocks=6, window=60, stride=5, warmup=30,
-                                          without=without)
+        detector = SubspaceWindowDetector(
+            SHAPE, method="sncp", rank=3, window=60, projection_dim=50, inlier_fraction=0.3,
+            refit_every=1, blocks=6, light_invariant=True, stride=5, warmup=30,
+            static_after=125, hot=4.5, settle_frames=12, without=without)
         verdicts = [detector.process_frame(i, i / 10, x.ravel()) for i, x in enumerate(frames)]
         return np.mean([v.score > 7 for v in verdicts[300:] if busy[v.index]])
     assert flagged_share(frozenset()) > 0.6

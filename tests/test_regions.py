@@ -13,7 +13,8 @@ from conftest import run_cli
 from videvent import synthetic
 from videvent.output import read_scores
 from videvent.output.video import VideoWriter
-from videvent.pipeline import build_detector, build_segmenter
+from videvent.detectors import SubspaceWindowDetector
+from videvent.pipeline import build_segmenter
 from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
 from videvent.regions import (RegionError, Regions, load_region_file, parse_polygon,
                               save_region_file)
@@ -172,7 +173,8 @@ def detect(clip, frames, regions):
     settings = Settings()
     width, height = working_size(*clip.size, max_side=settings.working_size)
     preprocess = Preprocessor(width, height, regions=regions, source_size=clip.size)
-    detector = build_detector(settings, (height, width), clip.fps)
+    detector = SubspaceWindowDetector.from_settings(settings, (height, width), clip.fps,
+                                                    watched=preprocess.watched)
     segmenter = build_segmenter(settings, clip.fps)
     outside = (np.zeros((height, width), bool) if preprocess.watched is None
                else ~preprocess.watched.reshape(height, width))

@@ -39,12 +39,6 @@ from .sources import Frame, FrameSource, open_source
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
-# The model learns every frame of its first three seconds (unseeded: a live source), then one
-# frame in every stride; fewer give statistics that the next gust of wind overturns.
-WARMUP_SECONDS = 3.0
-# A switched light has settled when the brightness held for this long (the detector's
-# ``SETTLED_MOTION``).
-SETTLE_SECONDS = 0.5
 # A picture repeated exactly for this long is a stalled source, reported as frozen (the
 # duration ffmpeg's freezedetect filter reports by default). Shorter runs of repeats are a still
 # scene coded at a low bit rate, which repeats a still picture within a keyframe interval.
@@ -61,23 +55,6 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
     if not path.exists() and ("%" in path.name or any(c in path.name for c in "*?[")):
         path = path.parent
     return path.parent / f"{path.stem if path.is_file() else path.name}.videvent"
-
-
-def build_detector(settings: Settings, frame_shape: tuple[int, ...], fps: float,
-                   method: str | None = None, watched: np.ndarray | None = None
-                   ) -> SubspaceWindowDetector:
-    """The window scorer of a run, with its times turned into frames; ``watched``: the
-    features inside the regions (``Preprocessor.watched``)."""
-    span = max(settings.window, settings.frames("background_span", fps))
-    return SubspaceWindowDetector(
-        frame_shape, method=method or settings.method, rank=settings.rank,
-        window=settings.window, projection_dim=settings.projection_dim,
-        inlier_fraction=settings.inlier_fraction, stride=round(span / settings.window),
-        warmup=max(1, round(fps * WARMUP_SECONDS)),
-        static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
-        refit_every=settings.refit_every, blocks=settings.blocks, watched=watched,
-        light_invariant=settings.light_invariant,
-        settle_frames=round(fps * SETTLE_SECONDS), without=settings.mechanisms_off())
 
 
 def seed_detector(run: "Pass", *others: SubspaceWindowDetector) -> int:
@@ -161,7 +138,8 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     preprocess = Preprocessor(width, height, settings.colour, regions=regions,
                               source_size=(source.width, source.height))
     return Pass(source, settings, start, end, preprocess,
-                build_detector(settings, shape, source.fps, watched=preprocess.watched))
+                SubspaceWindowDetector.from_settings(settings, shape, source.fps,
+                                                     watched=preprocess.watched))
 
 
 def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
@@ -220,8 +198,9 @@ class Comparison:
     def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
         settings, fps = run.settings, run.source.fps
         self.methods = methods
-        self.detectors = {method: build_detector(settings, run.frame_shape, fps, method,
-                                                 run.preprocess.watched)
+        self.detectors = {method: SubspaceWindowDetector.from_settings(
+                              settings, run.frame_shape, fps, method=method,
+                              watched=run.preprocess.watched)
                           for method in methods if method != settings.method}
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from .regions import Regions
+from .status import BLANK, CORRUPT, FROZEN, OK, REPEAT  # noqa: F401 (a frame's health)
 
 # A frame whose grey levels vary less than this (standard deviation, 0..255 scale) carries
 # no picture: black, white or a single flat colour (lost signal, lens cap, encoder filler).
@@ -34,10 +35,6 @@ BLANK_STD = 1.0
 # more.
 FROZEN_MAX_DIFFERENCE = 1.0
 
-# Frame health, as reported per frame in scores.csv; REPEAT is never reported: it is a frame
-# that repeats the one before, until the repeats last long enough to be FROZEN (``HealthCheck``).
-OK, BLANK, FROZEN, CORRUPT = "ok", "blank", "frozen", "corrupt"
-REPEAT = "repeat"
 
 
 def working_size(width: int, height: int, *, max_side: int = 160,

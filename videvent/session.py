@@ -13,7 +13,6 @@ memory and the I/O per event stay bounded.
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 from collections import deque
@@ -29,6 +28,7 @@ from .output.events_json import read_events
 from .output.folder import partial_path
 from .output.sink import SessionInfo, Sink
 from .segmenter import Event, EventSegmenter
+from .status import UNUSABLE, FrameStatus
 from .timecode import format_timecode
 
 __all__ = ["FrameStatus", "ProblemRun", "RunResult", "Session", "SessionInfo", "Sink",
@@ -43,25 +43,6 @@ LIVE_SUMMARY_LIMIT = 1000
 EVENTS_LOG = "events.jsonl"
 
 
-class FrameStatus(str, enum.Enum):
-    """What the detector made of a frame; str-valued, so it reads and writes as its text."""
-
-    OK = "ok"
-    WARMUP = "warmup"
-    BLANK = "blank"
-    FROZEN = "frozen"
-    CORRUPT = "corrupt"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def unusable(self) -> bool:
-        """No usable picture: reported as a problem run, never scored."""
-        return self in UNUSABLE
-
-
-UNUSABLE = (FrameStatus.BLANK, FrameStatus.FROZEN, FrameStatus.CORRUPT)
 
 
 @dataclass

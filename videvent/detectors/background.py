@@ -110,10 +110,10 @@ class SubspaceBackground:
     ``window`` feature rows.
     """
 
-    def __init__(self, frame_shape: tuple[int, ...], *, method: str = "sncp", rank: int = 3,
-                 window: int = 100, projection_dim: int = 50, inlier_fraction: float = 0.3,
-                 refit_every: int = 1, blocks: int = 16, region_vote: bool = True,
-                 light_invariant: bool = False, without: frozenset[str] = frozenset()):
+    def __init__(self, frame_shape: tuple[int, ...], *, method: str, rank: int, window: int,
+                 projection_dim: int, inlier_fraction: float, refit_every: int, blocks: int,
+                 light_invariant: bool, region_vote: bool = True,
+                 without: frozenset[str] = frozenset()):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:

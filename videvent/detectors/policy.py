@@ -22,16 +22,27 @@ anomaly detector it protects, so each can be tested alone.
   frames, so darkness is its background: a picture that appears then (a door opened, a light
   switched on in an empty room) is an event until it has stood still for ``settle_after``
   frames, and only then becomes the background.
+- ``LightSwitch`` scores a step of the whole frame's brightness (which unit-length frames
+  hide from the model) and keeps a switched light one event until the exposure has settled.
+- ``StartReference`` holds a second judge of the start, seeded from frames spread over the
+  whole file, and decides when it goes or takes over (see its docstring).
+- ``Repeats`` gives a repeated or frozen picture the verdict of the picture before.
+
+Each is one mechanism with one name (``settings.MECHANISMS``) that ``--without`` turns off.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
+from dataclasses import replace
 
 import cv2
 import numpy as np
 
+from ..status import FROZEN
 from .background import NOISE_FLOOR, pixel_blocks
+from .base import FrameScore
 
 # A block is unchanging while its root-mean-square change from its reference picture stays
 # below this multiple of its own noise: how much it changes from one frame to the next while
@@ -252,3 +263,123 @@ class RecentFrames:
         self.brightness.append(brightness)
 
 
+
+
+# Sudden global brightness change: the log of the mean pixel against the median of the recent
+# frames', in units of this scale (a 10% step scores 1; the lights going off score 10 or
+# more). Against recent frames, not the model's: slow drift never scores, a switched light
+# scores until it is the recent frames' median (half of ``static_after``).
+BRIGHTNESS_SCALE = 0.1
+# With light-invariant blocks the brightness step is the only sign of a light switched, so it
+# is more sensitive (a 7% step of the overall light scores 1).
+LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.07
+MIN_RECENT = 5
+# After a light switched (a brightness step, or darkness), the camera's exposure swings for a
+# second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
+# ``settle_frames``. Until then a frame scores at least the low threshold (more as the motion
+# grows, as a brightness step does), so the one event goes on while the light settles: a switch
+# is one event through the exposure's overshoot, not two.
+SETTLED_MOTION = 0.02
+
+
+class LightSwitch:
+    """The brightness-step score: how far the frame's log brightness stepped from the recent
+    frames' median, in ``scale`` units; while a switched light settles, at least ``hot``.
+
+    ``settling``: follow the exposure's settling (``--without light_settling`` turns it off);
+    ``switched`` says a light went (a blank frame), so the next picture settles first.
+    """
+
+    def __init__(self, *, scale: float, hot: float, settle_frames: int, settling: bool = True):
+        self.scale = float(scale)
+        self.hot = float(hot)
+        self.settle_frames = max(1, int(settle_frames))
+        self.settling = bool(settling)
+        self.settling_ = False                   # a switched light has not settled yet
+
+    def switched(self) -> None:
+        self.settling_ = True
+
+    def score(self, brightness: float, recent: deque) -> float:
+        """The step of ``brightness`` against the ``recent`` frames' (oldest first)."""
+        if len(recent) < MIN_RECENT:
+            return 0.0
+        # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
+        step = abs(brightness - statistics.median(recent)) / self.scale
+        self.settling_ |= step >= self.hot
+        if self.settling_ and self.settling and len(recent) >= self.settle_frames:
+            motion = abs(brightness - recent[-self.settle_frames])
+            if motion < SETTLED_MOTION:
+                self.settling_ = False
+            else:
+                # The low threshold where the light counts as settled, rising above it as
+                # a brightness step does.
+                step = max(step, self.hot + (motion - SETTLED_MOTION) / self.scale)
+        return step
+
+
+class Repeats:
+    """A picture repeated (a stalled source, or a still scene coded as a repeat) gets the
+    verdict of the picture before, and is never learned: a column repeated in the window
+    splits its leverage and looks more inlier-like than it is."""
+
+    def __init__(self):
+        self.previous_: FrameScore | None = None
+
+    def remember(self, verdict: FrameScore) -> FrameScore:
+        self.previous_ = verdict
+        return verdict
+
+    def verdict(self, index: int, time_s: float, health: str) -> FrameScore | None:
+        """The repeat's verdict (None before any picture was judged)."""
+        if self.previous_ is None:
+            return None
+        return replace(self.previous_, index=index, time_s=time_s, admitted=False,
+                       absorbed=False,
+                       status=FROZEN if health == FROZEN else self.previous_.status)
+
+
+class StartReference:
+    """A second judge of the start: the same detector, seeded from frames spread over the whole
+    file, which scores the warm-up's frames (and an event in view since) alongside the
+    stream's own model, which is learning them. Each frame scores the larger of the two.
+
+    After the warm-up, ``decide`` says whether the twin stays, goes or takes over: it stays
+    while it sees an event (one in view since the warm-up, which the model learned and would
+    not see end); it takes over when the model alone finds the frame unusual where the picture
+    has stood still for ``settle_frames`` (the empty scene where the warm-up learned someone: a
+    ghost), or, in a scene that never stands still (a curtain, an escalator), once the model
+    alone has found every frame unusual for ``static_after``, the time a lasting change takes
+    to be background anyway; it goes when both find the frame usual, and at the latest once
+    the window's span has passed since the warm-up (the window has turned over).
+    """
+
+    STAY, GO, TAKE_OVER = "stay", "go", "take over"
+
+    def __init__(self, twin, *, hot: float, settle_frames: int, static_after: int | None,
+                 until: int):
+        self.twin = twin
+        self.hot = float(hot)
+        self.settle_frames = int(settle_frames)
+        self.static_after = static_after
+        self.until = int(until)                  # frames elapsed when it goes at the latest
+        self.alone_unusual_for_ = 0     # frames in a row only the model, not the twin, flagged
+
+    def decide(self, elapsed: int, twin_score: float, z: np.ndarray,
+               still_for: np.ndarray) -> str:
+        """``elapsed``: the model's frames since its start; ``z``: its block z-scores of the
+        frame; ``still_for``: how long each block has stood still (``StaticRegions``)."""
+        if elapsed >= self.until:
+            return self.GO
+        if twin_score >= self.hot:
+            self.alone_unusual_for_ = 0
+            return self.STAY
+        unusual = z >= self.hot
+        if not unusual.any():
+            return self.GO
+        self.alone_unusual_for_ += 1
+        if ((still_for[unusual] >= self.settle_frames).all()
+                or (self.static_after is not None
+                    and self.alone_unusual_for_ >= self.static_after)):
+            return self.TAKE_OVER
+        return self.STAY

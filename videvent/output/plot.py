@@ -19,16 +19,18 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..status import BLANK, CORRUPT, FROZEN, WARMUP
+
 EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"
 WARMUP_COLOUR = "#7f7f7f"
-PROBLEM_COLOURS = {"blank": "#7f7f7f", "frozen": "#1f77b4", "corrupt": "#9467bd"}
+PROBLEM_COLOURS = {BLANK: "#7f7f7f", FROZEN: "#1f77b4", CORRUPT: "#9467bd"}
 
 
 def residual_axis_top(residual: np.ndarray, status: np.ndarray) -> float:
     """Top of a residual axis: the scored frames decide it, not the warm-up's first frames
     (scored against a model of one or two frames, their residual is near 1)."""
-    scored = residual[status != "warmup"]
+    scored = residual[status != WARMUP]
     values = scored if scored.size else residual
     return max(1e-3, float(values.max(initial=0.0)) * 1.15)
 
@@ -70,7 +72,7 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
                      color=EVENT_COLOUR, fontweight="bold")
     status = scores["status"]
     # Blank, frozen or corrupt frames in the warm-up (a still scene) do not interrupt it.
-    warmup = _runs(frames, status == "warmup", np.isin(status, list(PROBLEM_COLOURS)))
+    warmup = _runs(frames, status == WARMUP, np.isin(status, list(PROBLEM_COLOURS)))
     for axis in (top, bottom):
         for first, last in warmup:
             axis.axvspan(first - 0.5, last + 0.5, color=WARMUP_COLOUR, alpha=0.35, linewidth=0,

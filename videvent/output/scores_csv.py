@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ..status import OK
 from ..timecode import format_timecode
 
 SCORE_COLUMNS = ("frame", "time_s", "timecode", "residual", "score", "flagged", "event",
@@ -54,6 +55,6 @@ def read_scores(path: str | os.PathLike) -> dict[str, np.ndarray]:
         "score": column("score", float),
         "flagged": column("flagged", int).astype(bool),
         "event": column("event", int),
-        "status": column("status", str, "ok"),
+        "status": column("status", str, OK),
         "absorbed": column("absorbed", int).astype(bool),
     }

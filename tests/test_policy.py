@@ -1,0 +1,142 @@
+"""The detector's policy objects, each alone: what becomes background, when darkness is the
+scene, the light switch, repeats and the start's second judge decide as their docstrings say."""
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+from videvent.detectors.base import FrameScore
+from videvent.detectors.policy import (MIN_RECENT, SETTLED_MOTION, DarkScene, LightSwitch,
+                                       Repeats, StartReference, StaticRegions)
+from videvent.preprocess import FROZEN, REPEAT
+
+SHAPE = (40, 40)
+GRID = (4, 4)                                   # 16 blocks of 10 x 10 pixels
+HOT = 4.5
+
+
+def picture(rng, noise=1.0, level=80.0):
+    return (level + rng.normal(0, noise, SHAPE)).astype(np.float32)
+
+
+def regions_fed(frames, z_of, static_after=10):
+    """StaticRegions fed ``frames`` with the model's block z-scores ``z_of(t)``; the patched
+    residual scores 0 everywhere (the absorbed picture explains the block)."""
+    regions = StaticRegions(SHAPE, GRID, static_after=static_after, hot=HOT)
+    history = []
+    for t, frame in enumerate(frames):
+        z, _ = regions.update(frame.ravel(), z_of(t), np.zeros(frame.size, np.float32),
+                              lambda image: np.zeros(16))
+        history.append((z.copy(), regions.absorbed_.copy()))
+    return regions, history
+
+
+def test_a_block_unusual_and_unchanging_is_absorbed_after_static_after_and_scores_anew():
+    rng = np.random.default_rng(0)
+    frames = [picture(rng) for _ in range(30)]
+    z = np.zeros(16)
+    z[5] = 9.0                                        # one block unusual from frame 0, still
+    regions, history = regions_fed(frames, lambda t: z)
+    absorbed_at = next(t for t, (_, absorbed) in enumerate(history) if absorbed[5])
+    assert absorbed_at == 10                         # static_after frames still, then absorbed
+    assert history[absorbed_at][0][5] == 0.0          # scored against its own picture since
+    assert not history[-1][1][np.arange(16) != 5].any()
+    # The model explains the block again (the object left, or the window learned it): it
+    # goes back to the model.
+    regions.update(frames[0].ravel(), np.zeros(16), np.zeros(frames[0].size, np.float32),
+                   lambda image: np.zeros(16))
+    assert not regions.absorbed_.any()
+
+
+@pytest.mark.parametrize("noise", [1.0, 10.0])
+def test_stillness_is_measured_against_the_blocks_own_noise(noise):
+    """On a clean and on a noisy sensor alike, a still unusual block is absorbed; one where
+    something moves by more than the noise is not."""
+    rng = np.random.default_rng(1)
+    usual = [picture(rng, noise) for _ in range(60)]             # the noise is learned here
+    still = [picture(rng, noise) for _ in range(30)]
+    moving = [picture(rng, noise) for _ in range(30)]
+    for t, frame in enumerate(moving):                           # a bright square moving
+        frame[10:20, 10:20] += 120 if t % 2 else 0
+    z_unusual = np.zeros(16)
+    z_unusual[5] = 9.0
+    z_of = (lambda t: np.zeros(16) if t < 60 else z_unusual)
+    _, history = regions_fed(usual + still, z_of)
+    assert history[-1][1][5]
+    _, history = regions_fed(usual + moving, z_of)
+    assert not any(absorbed[5] for _, absorbed in history)
+
+
+def test_darkness_becomes_the_background_and_a_still_picture_settles_out_of_it():
+    rng = np.random.default_rng(2)
+    dark = DarkScene(SHAPE, GRID, static_after=5, settle_after=4)
+    for _ in range(4):
+        dark.blank(0.1)
+    assert not dark.active_
+    dark.blank(0.1)
+    assert dark.active_ and dark.dark_brightness_ == 0.1
+    lit = picture(rng)
+    # A picture that keeps moving never settles; one that stands still does, once. (A change
+    # of its overall gain is not movement: the exposure settles slowly after a light.)
+    for t in range(6):
+        moving = lit.copy()
+        moving[10 * (t % 3):10 * (t % 3) + 10, :10] += 100
+        assert not dark.lit(moving.ravel())
+    settled = [dark.lit((lit * gain + rng.normal(0, 0.5, SHAPE)).astype(np.float32).ravel())
+               for gain in (1.0, 0.9, 0.8, 0.8, 0.8, 0.8)]
+    assert settled.index(True) == 4 and settled.count(True) == 1 and not dark.active_
+
+
+def test_a_brightness_step_scores_and_a_switched_light_lasts_until_it_settles():
+    light = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    recent = deque([0.0] * (MIN_RECENT - 1), maxlen=20)
+    assert light.score(0.0, recent) == 0.0            # too few recent frames to say
+    recent.append(0.0)
+    assert light.score(0.2, recent) == pytest.approx(2.0)          # a 20% step, not a switch
+    assert not light.settling_
+    # A light switched on: the step scores until the recent frames' median is the new light;
+    # the exposure still moving after that keeps it at least hot until it has settled.
+    def scores_of(light):
+        recent = deque([0.0] * 5, maxlen=5)
+        scores = []
+        for brightness in (0.7, 0.75, 0.78, 0.78, 0.78, 0.78):
+            scores.append(light.score(brightness, recent))
+            recent.append(brightness)
+        return scores
+    settling = scores_of(LightSwitch(scale=0.1, hot=HOT, settle_frames=3))
+    step_alone = scores_of(LightSwitch(scale=0.1, hot=HOT, settle_frames=3, settling=False))
+    assert all(score >= HOT for score in settling[:5]) and settling[5] < HOT
+    assert step_alone[:3] == pytest.approx([7.0, 7.5, 7.8]) and max(step_alone[3:]) < HOT
+    assert 0.78 - 0.75 > SETTLED_MOTION           # frame 4 still moved over 3 frames
+    # A blank frame (the light went out) makes the next picture settle first.
+    after_blank = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    after_blank.switched()
+    recent = deque([0.0, 0.0, 0.0, 0.3, 0.3])          # a 30% step: not a switch by itself
+    assert after_blank.score(0.3, recent) >= HOT
+    assert LightSwitch(scale=0.1, hot=HOT, settle_frames=3).score(0.3, recent) < HOT
+
+
+def test_a_repeat_gets_the_verdict_before_it_and_is_never_learned():
+    repeats = Repeats()
+    assert repeats.verdict(0, 0.0, REPEAT) is None
+    before = repeats.remember(FrameScore(7, 0.7, 0.2, 9.0, "ok", True, True))
+    again = repeats.verdict(8, 0.8, REPEAT)
+    assert (again.index, again.time_s, again.residual, again.score) == (8, 0.8, 0.2, 9.0)
+    assert again.status == before.status and not again.admitted and not again.absorbed
+    assert repeats.verdict(9, 0.9, FROZEN).status == FROZEN
+
+
+def test_the_start_reference_stays_goes_or_takes_over():
+    reference = StartReference(object(), hot=HOT, settle_frames=3, static_after=5, until=100)
+    unusual = np.array([9.0, 9.0, 0.0])
+    still, moving = np.array([3, 3, 0]), np.array([3, 0, 0])
+    assert reference.decide(100, 0.0, unusual, still) == StartReference.GO   # window over
+    assert reference.decide(50, 9.0, unusual, moving) == StartReference.STAY  # twin sees it
+    assert reference.decide(50, 0.0, np.zeros(3), moving) == StartReference.GO  # both quiet
+    # The model alone flags a picture that stands still: a ghost of the warm-up.
+    assert reference.decide(50, 0.0, unusual, still) == StartReference.TAKE_OVER
+    # ... or one that never stands still, once for static_after frames in a row.
+    fresh = StartReference(object(), hot=HOT, settle_frames=3, static_after=5, until=100)
+    decisions = [fresh.decide(50 + t, 0.0, unusual, moving) for t in range(5)]
+    assert decisions == [StartReference.STAY] * 4 + [StartReference.TAKE_OVER]
