@@ -18,18 +18,34 @@ def spans(events):
 
 
 def reference_segment(scores, absorbed, threshold, threshold_low=None, min_length=1,
-                      merge_gap=0, pre_roll=0, post_roll=0):
-    """The documented rules applied to whole arrays, one rule after another."""
+                      merge_gap=0, pre_roll=0, post_roll=0, missing=None):
+    """The documented rules applied to whole arrays, one rule after another. ``missing``:
+    frames not in the stream (their scores NaN); a run goes on across a hole of fewer than
+    ``merge_gap`` of them."""
     low = threshold if threshold_low is None else threshold_low
     n = len(scores)
+    bridged = np.zeros(n, bool)               # missing frames in a hole a run goes on across
+    if missing is not None:
+        i = 0
+        while i < n:
+            j = i
+            while j < n and missing[j]:
+                j += 1
+            if j > i and j - i < merge_gap:
+                bridged[i:j] = True
+            i = max(j, i + 1)
     runs = []  # [start, end, ended_by_absorption]
     run_start = None
+    previous = -1                             # the last frame not bridged over
     for i, score in enumerate(scores):
+        if bridged[i]:
+            continue
         if run_start is not None and (absorbed[i] or not score >= low):
-            runs.append([run_start, i - 1, bool(absorbed[i])])
+            runs.append([run_start, previous, bool(absorbed[i])])
             run_start = None
         if run_start is None and score >= threshold:
             run_start = i
+        previous = i
     if run_start is not None:
         runs.append([run_start, n - 1, False])
 
@@ -146,9 +162,10 @@ def test_streaming_matches_whole_array_reference(seed):
 
 
 @pytest.mark.parametrize("seed", range(100))
-def test_skipped_indices_behave_like_unscorable_frames(seed):
+def test_skipped_indices_behave_like_unscorable_frames_a_run_goes_on_across(seed):
     # A stream with dropped frames must segment like the full stream with NaN in the
-    # holes, except that padded ends snap inward to frames that were seen.
+    # holes, a run going on across a hole shorter than the merge gap, except that padded
+    # ends snap inward to frames that were seen.
     rng = np.random.default_rng(1000 + seed)
     n = int(rng.integers(2, 250))
     scores, absorbed, params = random_case(rng, n)
@@ -161,8 +178,11 @@ def test_skipped_indices_behave_like_unscorable_frames(seed):
     times = np.arange(n) * 0.04
 
     events, decided = run_stream(seen, times[seen], scores[seen], absorbed[seen], **params)
+    missing = np.ones(n, bool)
+    missing[seen] = False
     filled_events, filled_flagged = reference_segment(
-        full_scores[first:last + 1], full_absorbed[first:last + 1], **params)
+        full_scores[first:last + 1], full_absorbed[first:last + 1], **params,
+        missing=missing[first:last + 1])
 
     assert cores(events) == [(e["core_start_frame"] + first, e["core_end_frame"] + first)
                              for e in filled_events]
@@ -255,6 +275,24 @@ def test_padding_of_close_events_never_overlaps():
     scores[[5, 14]] = 5
     events, _ = segment(scores, threshold=4, pre_roll=4, post_roll=4)
     assert spans(events) == [(1, 9), (10, 18)]
+
+
+def test_frames_dropped_live_never_split_an_event_the_merge_gap_keeps_whole():
+    """A visit scoring between the two thresholds, its frames dropped here and there (a
+    watch under load): one event, as without the drops; a hole as long as the merge gap
+    ends it."""
+    scores = [0.0] * 5 + [9.0] * 3 + [5.0] * 30 + [0.0] * 10
+    whole = run_stream(range(48), np.arange(48) / 10, scores, [False] * 48, threshold=7,
+                       threshold_low=4.5, merge_gap=5)[0]
+    assert cores(whole) == [(5, 37)]
+    seen = [i for i in range(48) if i % 7 not in (3, 4)]        # two frames in seven dropped
+    events = run_stream(seen, np.array(seen) / 10, [scores[i] for i in seen],
+                        [False] * len(seen), threshold=7, threshold_low=4.5, merge_gap=5)[0]
+    assert cores(events) == [(5, 37)]
+    seen = [i for i in range(48) if not 12 <= i < 17]           # a hole of the merge gap
+    events = run_stream(seen, np.array(seen) / 10, [scores[i] for i in seen],
+                        [False] * len(seen), threshold=7, threshold_low=4.5, merge_gap=5)[0]
+    assert cores(events) == [(5, 11)]
 
 
 def test_dropped_blip_does_not_clip_the_previous_event():

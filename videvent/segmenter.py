@@ -11,8 +11,10 @@ segmenter reads those scores in frame order and cuts them into events:
   as far back as ``pre_roll`` frames and never into the previous event's span.
 * Merging: two runs with fewer than ``merge_gap`` frames between them become
   one event, and the frames between them join its *core*.  Frames missing from
-  the stream (skipped indices, e.g. frames dropped by a live source) count as
-  frames between runs, so they also end a run.
+  the stream (skipped indices, e.g. frames dropped by a live source) are unknown:
+  a run goes on across a hole of fewer than ``merge_gap`` of them when the frame
+  after it scores ``>= threshold_low`` (dropped frames never split an event that
+  merging would have kept whole); a longer hole ends the run.
 * Minimum length: after merging, cores shorter than ``min_length`` frames are
   dropped.
 * Padding: an event spans ``pre_roll`` frames before and ``post_roll`` frames
@@ -170,12 +172,15 @@ class EventSegmenter:
         time_s = float(time_s)
         decisions: list[FrameDecision] = []
 
-        # Skipped indices are frames below threshold_low, so they end a run too.
+        # Skipped indices are unknown frames: a run goes on across fewer than merge_gap of
+        # them; a longer hole ends it.
         contiguous = self._last_index is not None and index == self._last_index + 1
-        if self._in_run and (absorbed or not contiguous or not score >= self.threshold_low):
+        bridged = contiguous or (self._last_index is not None
+                                 and index - self._last_index - 1 < self.merge_gap)
+        if self._in_run and (absorbed or not bridged or not score >= self.threshold_low):
             self._in_run = False  # the run ended at the previous frame seen
-            # After skipped frames the run had already ended in the gap, not by absorption.
-            if absorbed and contiguous:
+            # After a longer hole the run had already ended in it, not by absorption.
+            if absorbed and bridged:
                 self._candidate.absorbed = True
         candidate = self._candidate
         if candidate is not None and not self._in_run:
