@@ -53,3 +53,41 @@ def test_top_level_help_gives_each_command_a_whole_sentence():
                                                       "watch"]
     for line in commands:
         assert line.endswith(".") and not line.endswith("..."), line
+
+
+def loaded_after(statement: str) -> set[str]:
+    """The top-level modules a fresh interpreter has loaded after ``statement``."""
+    code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)
+    return {name.split(".")[0] for name in result.stdout.split()}
+
+
+def test_the_maths_loads_no_video_plotting_or_command_line_code():
+    assert not loaded_after("import videvent.rpca") & {"av", "cv2", "matplotlib", "click"}
+    # The package's face loads a name's module when it is first used, and only then.
+    assert "cv2" not in loaded_after("import videvent; videvent.__version__")
+    assert "cv2" in loaded_after("from videvent import detect")
+
+
+def test_every_public_name_resolves_and_a_wrong_one_says_so():
+    import videvent
+
+    for name in videvent.__all__:
+        assert getattr(videvent, name) is not None
+    assert set(videvent.__all__) <= set(dir(videvent))
+    try:
+        videvent.no_such_name
+    except AttributeError as error:
+        assert "no_such_name" in str(error)
+    else:
+        raise AssertionError("a missing name must raise AttributeError")
+
+
+def test_the_version_is_declared_once():
+    from videvent._version import __version__
+
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+    result = subprocess.run([sys.executable, "-m", "videvent", "--version"],
+                            capture_output=True, text=True, timeout=60)
+    assert __version__ in result.stdout

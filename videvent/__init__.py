@@ -15,19 +15,47 @@ image sequence, camera or stream frame by frame, ``SubspaceWindowDetector`` scor
 (``FrameScore``), and a ``videvent.session.Sink`` is told about frames and events as they come.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from .batch import batch  # noqa: E402
-from .detectors import FrameScore, SubspaceWindowDetector  # noqa: E402
-from .export import export  # noqa: E402
-from .live import watch  # noqa: E402
-from .pipeline import detect  # noqa: E402
-from .rpca import RobustSubspace  # noqa: E402
-from .segmenter import Event  # noqa: E402
-from .session import FrameStatus, RunResult, Sink  # noqa: E402
-from .settings import Settings  # noqa: E402
-from .sources import open_source  # noqa: E402
+import importlib
+import sys
+import types
 
-__all__ = ["Event", "FrameScore", "FrameStatus", "RobustSubspace", "RunResult", "Settings",
-           "Sink", "SubspaceWindowDetector", "__version__", "batch", "detect", "export",
-           "open_source", "watch"]
+from ._version import __version__
+
+# The public names and the module each comes from, imported when first used (PEP 562): so
+# ``import videvent.rpca`` (the maths) loads no decoder, plotting or command-line code.
+_PUBLIC = {
+    "batch": "batch", "FrameScore": "detectors", "SubspaceWindowDetector": "detectors",
+    "export": "export", "watch": "live", "detect": "pipeline", "RobustSubspace": "rpca",
+    "Event": "segmenter", "RunResult": "session", "Sink": "session", "FrameStatus": "status",
+    "Settings": "settings", "open_source": "sources",
+}
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'videvent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+class _Face(types.ModuleType):
+    """The package, whose public functions ``batch`` and ``export`` share their names with the
+    modules they come from: importing such a module later (which binds it on its package)
+    leaves the function as the public name (Python's documented way to customise a module's
+    attribute access: its ``__class__``)."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and name in _PUBLIC:
+            return      # the module stays in sys.modules; the name stays the function's
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Face

@@ -22,7 +22,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .output import ScoresWriter, write_events
 from .output.events_json import read_events
 from .output.folder import partial_path

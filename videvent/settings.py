@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .choices import BACKENDS, METHODS
 from .regions import Regions, format_polygon, load_region_file, parse_polygon
 from .timecode import parse_duration, parse_time
 
@@ -30,10 +31,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-# The choices, as strings: the detector and the decoders are not imported to check a name
-# (tests/test_project.py checks that these are theirs).
-METHODS = ("sncp", "ancp", "cop", "pca")
-BACKENDS = ("auto", "pyav", "opencv", "images")
 # The detector's mechanisms that ``--without`` turns off, one at a time or several, to measure
 # what each is worth (an ablation); ``videvent/detectors`` reads the same names.
 MECHANISMS = ("motion", "brightness_step", "light_settling", "scene_rebuild", "darkness",

@@ -14,7 +14,7 @@ import click
 
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
 from ..output import read_events
 from ..output.folder import public_name

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from ..choices import METHODS
 from ..rpca.scores import (ancp_from_singular_vectors, coherence_values, demote_unexplained,
                            right_singular_vectors, sncp_from_singular_vectors)
 
-METHODS = ("sncp", "ancp", "cop", "pca")
 
 # Block energies are scored as logs, so the z-score reads relative changes whatever the
 # scene's brightness. Their floor is 1% of a unit-length frame's mean pixel (a grey level or

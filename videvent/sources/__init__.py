@@ -21,6 +21,7 @@ import re
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
+from ..choices import BACKENDS
 from .base import Frame, FrameSource, SourceError
 from .images import (IMAGE_EXTENSIONS, ImageSequenceSource, expand_glob, expand_printf,
                      is_printf_pattern, list_folder, missing_numbers, sequence_name)
@@ -29,7 +30,6 @@ from .pyav import PyAVSource
 
 __all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "open_source"]
 
-BACKENDS = ("auto", "opencv", "pyav", "images")
 URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
 _GLOB_CHARS = re.compile(r"[*?[]")
 

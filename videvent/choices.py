@@ -1,0 +1,7 @@
+"""The names a setting chooses among, declared once for the settings, the detector and the
+decoders (a leaf module: checking a name imports no detector or decoder)."""
+
+# How the window's background frames are found: the paper's inlier scores, or plain PCA.
+METHODS = ("sncp", "ancp", "cop", "pca")
+# Which decoder reads a source ("auto": PyAV, then OpenCV; "images": an image sequence).
+BACKENDS = ("auto", "pyav", "opencv", "images")
