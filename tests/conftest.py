@@ -10,6 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
+
+# The detector's matrices are small: one BLAS thread, as every run of the pipeline uses, in
+# the tests that drive the detector directly too (two threads fighting over them cost about
+# three times the CPU on these machines). Child processes (the CLI) limit their own.
+threadpool_limits(limits=1, user_api="blas")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_videos"

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -91,25 +90,31 @@ def test_local_cluster_gives_what_run_gives_and_reports_the_corrupt_file(archive
     assert not list(out.rglob("*.partial"))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_an_existing_scheduler_with_two_workers_gives_the_same_results(archive, local_batch,
                                                                        tmp_path):
     from distributed import Client
 
     _, clips, _ = archive
     _, local_out = local_batch
-    address = f"tcp://127.0.0.1:{free_port()}"
     dask = [sys.executable, "-m", "dask"]
     processes = []
+    # The scheduler picks its own port and writes its address down (nothing picked free and
+    # released, which another process could take in between).
+    address_file = tmp_path / "scheduler.json"
     try:
         processes.append(subprocess.Popen(
-            dask + ["scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                    "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            dask + ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                    "--scheduler-file", str(address_file)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60
+        address = None
+        while address is None:
+            assert time.monotonic() < deadline and processes[0].poll() is None, \
+                "the scheduler never wrote its address"
+            try:
+                address = json.loads(address_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):   # not there, or not all written yet
+                time.sleep(0.1)
         for _ in range(2):
             processes.append(subprocess.Popen(
                 dask + ["worker", address, "--host", "127.0.0.1", "--nthreads", "1",

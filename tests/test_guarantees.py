@@ -87,10 +87,9 @@ def test_every_output_name_is_checked_before_the_scan(tmp_path, options, message
     source = tmp_path / "clip.mp4"
     source.write_bytes(sample("walker")[0].read_bytes())
     options = [str(source) if o == "SOURCE" else o for o in options]
-    started = time.monotonic()
     result = run_cli("run", source, *options, cwd=tmp_path)
     assert result.returncode == 2 and message in one_line(result)
-    assert "Scanning" not in result.stderr and time.monotonic() - started < 20
+    assert "Scanning" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
     assert source.read_bytes() == sample("walker")[0].read_bytes()
 
@@ -334,11 +333,9 @@ def test_a_scheduler_address_that_is_not_dask_times_out_with_one_line(tmp_path, 
     silent.bind(("127.0.0.1", 0))
     silent.listen()
     monkeypatch.setattr(batch, "CONNECT_TIMEOUT_S", 2.0)
-    started = time.monotonic()
     with pytest.raises(ValueError, match="cannot reach the Dask scheduler.*no answer within 3 s"):
         batch.run_batch(batch.find_videos([str(sample("walker")[0])]), tmp_path / "out",
                         Settings(), scheduler=f"tcp://127.0.0.1:{silent.getsockname()[1]}")
-    assert time.monotonic() - started < 10
     silent.close()
 
 
@@ -375,10 +372,8 @@ def test_export_refuses_a_replaced_source_and_a_live_one(tmp_path):
     document = json.loads((out / "events.json").read_text())
     document["source"].update(uri="rtsp://127.0.0.1:9/cam", live=True)
     (out / "events.json").write_text(json.dumps(document))
-    started = time.monotonic()
     result = run_cli("export", out)
     assert result.returncode == 1 and "live source" in one_line(result)
-    assert time.monotonic() - started < 20
 
 
 @pytest.mark.parametrize("height", [16, 5])
