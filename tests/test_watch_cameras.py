@@ -8,11 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
 from conftest import ROOT, sample
-from test_watch import server, stream_event_start_s  # noqa: F401
+from test_watch import at_the_persons_entry, server  # noqa: F401
 from test_watch_dashboard import ServedWatch
 
 
@@ -52,17 +53,20 @@ source = "http://127.0.0.1:{dead.getsockname()[1]}/"
         assert status_of(base + "api/cameras?token=wrong") == 403
         assert status_of(base + "api/cameras?token=" + token) == 200
         # The live camera runs on its own while the dead one is still being opened.
-        session = watch.wait_for("session_start", 30, camera="door")
-        start = watch.wait_for("start", 30, camera="door", event=1)
-        assert start["wall_time"] - session["wall_time"] <= stream_event_start_s() + 1.0
-        watch.wait_for("end", 30, camera="door", event=1)
+        watch.wait_for("session_start", 30, camera="door")
+        # The person found at their moment of the stream. (Its own settings, a window of 60
+        # frames and a threshold of 6.5, can also flag the first gust of the tree while the
+        # model holds its first ten frames: a warm-up's statistics, see the README.)
+        found = [watch.wait_for("start", 30, camera="door", event=number) for number in (1, 2)]
+        entry = next(start for start in found if at_the_persons_entry(start))
+        watch.wait_for("end", 30, camera="door", event=entry["event"])
     finally:
         watch.process.send_signal(signal.SIGINT)
     assert watch.finish() == 0
     dead.close()
     events = json.loads((out / "door" / "events.json").read_text())
     assert (events["settings"]["threshold"], events["settings"]["window"]) == (6.5, 60)
-    assert len(events["events"]) == 1
+    assert entry["event"] == events["events"][-1]["number"] == len(events["events"])
     assert not (out / "dead" / "events.json").exists()
 
 
@@ -93,3 +97,42 @@ def test_a_dashboard_address_in_use_is_a_one_line_error_before_anything_is_writt
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("videvent: error: cannot serve the dashboard on 127.0.0.1:")
     assert not (tmp_path / "live").exists()
+
+
+def test_ctrl_c_at_any_moment_with_a_camera_that_never_answers_exits_cleanly(tmp_path):
+    """Ctrl-C while one camera is still blocked in opening (a server that accepts and never
+    sends a byte) and the other is watched: exit 0 every time, never an abort from a thread
+    left inside FFmpeg, and the watched camera's files are complete."""
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(64)
+    config = tmp_path / "cameras.toml"
+    config.write_text(f"""
+[cameras.door]
+source = "{sample("walker")[0]}"
+[cameras.dead]
+source = "http://127.0.0.1:{dead.getsockname()[1]}/"
+""")
+    try:
+        for attempt in range(12):
+            out = tmp_path / f"live{attempt}"
+            process = subprocess.Popen(
+                [sys.executable, "-m", "videvent", "watch", "-c", str(config), "-d", str(out),
+                 "--realtime", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, cwd=ROOT)
+            # Once the watch is up (its folder made, the cameras opening), at a later moment
+            # each time: from while the dead camera opens to well into the live one's watch.
+            deadline = time.monotonic() + 60
+            while not out.exists() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.2 * attempt)
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+            assert process.returncode == 0, (attempt, stderr)
+            assert "Abort" not in stderr and "Traceback" not in stderr
+            if (out / "door").exists():             # the watched camera's files, complete
+                events = json.loads((out / "door" / "events.json").read_text())
+                rows = (out / "door" / "scores.csv").read_text().splitlines()
+                assert len(rows) - 1 == events["frames_read"] - events["session"]["dropped_frames"]
+    finally:
+        dead.close()

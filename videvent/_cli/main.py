@@ -403,9 +403,20 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
                       if watch.summary is not None else "stopped before it could be opened"),
                    err=True)
     failed = [watch for watch in watches if watch.error]
-    if failed:
-        raise BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
-                                 for watch in failed))
+    problem = BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
+                                 for watch in failed)) if failed else None
+    if any(watch.is_alive() for watch in watches):
+        # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
+        # it gives up after its timeout): the interpreter's exit would tear its thread down
+        # inside native code, which aborts the process. Every file is written and closed by
+        # now, so the process ends at once instead.
+        if problem is not None:
+            problem.show()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(problem.exit_code if problem is not None else 0)
+    if problem is not None:
+        raise problem
 
 
 @cli.command("export", short_help="Write the annotated video and event clips of a result.")
