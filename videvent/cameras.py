@@ -38,7 +38,8 @@ def source_camera_name(source: str | int) -> str:
     if isinstance(source, int) or source.strip().isdigit():
         return f"camera{int(source)}"
     parts = urlsplit(source)
-    text = Path(parts.path).stem or parts.netloc
+    # The host and port, never the user name and password before them.
+    text = Path(parts.path).stem or parts.netloc.rsplit("@", 1)[-1]
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "camera"
 
 

@@ -21,6 +21,7 @@ from ..output.folder import public_name
 from ..output.report import write_plot, write_report
 from ..pipeline import default_out_dir, detect, frame_range
 from ..settings import METHODS, SettingError, Settings
+from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
 from .options import (CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
@@ -478,7 +479,7 @@ def warn_if_short(result, spec: str) -> None:
     -q (the run is complete, but of less of the video than the user thinks)."""
     expected = result.frames_expected
     if expected and result.frames_read < expected:
-        click.echo(f"videvent: warning: '{spec}' ends early: {result.frames_read} of the "
+        click.echo(f"videvent: warning: '{public_uri(spec)}' ends early: {result.frames_read} of the "
                    f"{expected} frames its container announces could be read (a truncated "
                    f"or damaged file?)", err=True)
 

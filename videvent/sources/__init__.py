@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from ..choices import BACKENDS
-from .base import Frame, FrameSource, SourceError
+from .base import Frame, FrameSource, SourceError, public_uri
 from .images import (IMAGE_EXTENSIONS, ImageSequenceSource, expand_glob, expand_printf,
                      is_printf_pattern, list_folder, missing_numbers, sequence_name)
 from .opencv import OpenCVSource
@@ -57,7 +57,7 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
 
     text = os.fspath(spec)
     if urlsplit(text).scheme.lower() in URL_SCHEMES:
-        _require(backend, "opencv", f"stream {text!r}")
+        _require(backend, "opencv", f"stream {public_uri(text)!r}")
         return OpenCVSource(text, name=_url_name(text), is_live=True, **options)
 
     path = Path(text)
@@ -78,7 +78,7 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
         if not paths:
             raise SourceError(f"no files match {text!r}")
         return ImageSequenceSource(paths, uri=text, name=sequence_name(text), **options)
-    raise SourceError(f"cannot open {text!r}: no such file or folder")
+    raise SourceError(f"cannot open {public_uri(text)!r}: no such file or folder")
 
 
 def _open_video(text: str, backend: str, options: dict) -> FrameSource:

@@ -8,14 +8,42 @@ in the package picks one.
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import numpy as np
 
 # Used when a source reports no usable frame rate (and for image sequences given none).
 DEFAULT_FPS = 25.0
+# What a stream's secrets are replaced by wherever its address is shown or written.
+REDACTED = "***"
+# Query parameters that carry a secret (camera makers put passwords and tokens there too).
+SECRET_PARAMETER = re.compile(r"(?i)(pass|pwd|token|secret|key|auth|sig|credential)")
+
+
+def public_uri(uri: str) -> str:
+    """A source's address as it may be shown, logged or written: a stream's password (and any
+    query parameter that looks like a secret) replaced by ``***``; paths unchanged. Every
+    message, alert, file and page names a source by this, never by what opened it."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri
+    if not parts.scheme or not parts.netloc:
+        return uri
+    netloc = parts.netloc
+    if "@" in netloc and not netloc.startswith("@"):
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:{REDACTED}@{host}" if ":" in userinfo else f"{REDACTED}@{host}"
+    query = "&".join(
+        f"{name}={REDACTED}" if sep and SECRET_PARAMETER.search(name) else pair
+        for pair in parts.query.split("&") if pair
+        for name, sep, _ in [pair.partition("=")]) if parts.query else ""
+    return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 @dataclass(frozen=True)

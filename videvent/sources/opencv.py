@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from .base import Frame, FrameSource, SourceError, frame_rate
+from .base import Frame, FrameSource, SourceError, frame_rate, public_uri
 
 # How long a network stream may take to open or to deliver a frame before it counts as ended.
 STREAM_TIMEOUT_MS = 10_000
@@ -32,7 +32,7 @@ class OpenCVSource(FrameSource):
     def __init__(self, target: str | int, *, name: str, colour: bool = False,
                  fps: float | None = None, is_live: bool = False,
                  fixed_rate: bool = False, keep_colour: bool = False) -> None:
-        self.uri = str(target)
+        self.uri = public_uri(str(target))          # what messages and files name it by
         self.name = name
         self.is_live = is_live
         self._target = target
