@@ -347,3 +347,59 @@ def test_requests_without_the_token_are_refused(scored, browser):
     finally:
         sink.close()
         dashboard.stop()
+
+
+def test_half_sent_requests_and_a_flood_of_connections_never_take_the_server(capfd):
+    """Clients that open connections and send half a request (slowloris) are capped per
+    client and closed once their request is late; a stream under way is never cut; the
+    server answers again as soon as they are gone, and a token check on bytes that are not
+    UTF-8 is a refusal, not a traceback."""
+    import socket
+
+    dashboard = Dashboard(token="s3cret-token")
+    dashboard.limits.request_timeout = 1.0
+    dashboard.limits.max_per_client = 20
+    url = dashboard.start()
+    base = url.split("?")[0]
+    port = dashboard.port
+    half = []
+    try:
+        stream = socket.create_connection(("127.0.0.1", port), timeout=30)
+        stream.sendall(b"GET /api/stream?token=s3cret-token HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert stream.recv(200).startswith(b"HTTP/1.1 200")
+        for _ in range(60):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0")     # and nothing more
+            half.append(connection)
+        # The per-client cap: the stream and 19 half requests are let in, the rest closed.
+        deadline = time.monotonic() + 30
+        while dashboard.limits.refused_ < 40:
+            assert time.monotonic() < deadline, dashboard.limits.refused_
+            time.sleep(0.05)
+        assert dashboard.limits.open_connections <= 20
+        # Their requests late, the half-sent ones are closed by the server (it sends nothing).
+        for connection in half:
+            try:
+                assert connection.recv(100) == b""
+            except ConnectionResetError:              # refused at once (a reset)
+                pass
+        assert dashboard.limits.timed_out_ == 19
+        assert status_of(base + "api/cameras?token=s3cret-token") == 200
+        # The event stream, open all along (longer than a request may take), was never cut.
+        stream.setblocking(False)
+        try:
+            assert stream.recv(65536) != b"", "the stream was closed"
+        except BlockingIOError:                      # open, nothing new to read
+            pass
+        assert dashboard.limits.open_connections >= 1
+        raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+        raw.sendall(b"GET /api/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Authorization: Bearer \xff\xfe\r\nConnection: close\r\n\r\n")
+        assert raw.recv(200).split(b" ")[1] in (b"400", b"403")
+        raw.close()
+        stream.close()
+    finally:
+        for connection in half:
+            connection.close()
+        dashboard.stop()
+    assert "Traceback" not in capfd.readouterr().err

@@ -39,6 +39,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .camera import MEDIA_KINDS, CameraState, DashboardSink
+from .connections import ConnectionLimits
 from ..regions import RegionError, check_polygon, load_region_file, parse_polygon
 from ..regions import save_region_file
 
@@ -108,6 +109,7 @@ class Dashboard:
         self._ticker: asyncio.Task | None = None
         self._closing = False
         self._page = (STATIC_DIR / "index.html").read_text()
+        self.limits = ConnectionLimits()
 
     # -- the session side ------------------------------------------------------------------
 
@@ -162,7 +164,7 @@ class Dashboard:
         loop.close()
 
     async def _serve(self) -> None:
-        app = web.Application(middlewares=[self._guard])
+        app = web.Application(middlewares=[self.limits.middleware, self._guard])
         app.add_routes([
             web.get("/", self._index),
             web.get("/api/cameras", self._list_cameras),
@@ -175,8 +177,8 @@ class Dashboard:
             web.post("/cameras/{camera:\\d+}/region", self._save_region),
             web.static("/static", STATIC_DIR, follow_symlinks=False),
         ])
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                     shutdown_timeout=SHUTDOWN_S)
+        self._runner = self.limits.runner(app, handle_signals=False, access_log=None,
+                                          shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         try:
@@ -211,7 +213,9 @@ class Dashboard:
                  or (header[7:] if header.startswith("Bearer ") else None))
         if not given:
             return _refuse(401, "a token is needed: open the address printed with it")
-        if not secrets.compare_digest(given.encode(), self.token.encode()):
+        # Bytes as they came (a header need not be UTF-8), compared in constant time.
+        if not secrets.compare_digest(given.encode("utf-8", "replace"),
+                                      self.token.encode()):
             return _refuse(403, "wrong token")
         return await handler(request)
 
