@@ -5,6 +5,7 @@ a crash), and every error is one line with its documented exit code."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -91,6 +92,30 @@ def test_every_output_name_is_checked_before_the_scan(tmp_path, options, message
     assert result.returncode == 2 and message in one_line(result)
     assert "Scanning" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mp4"]
+    assert source.read_bytes() == sample("walker")[0].read_bytes()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"export_video": "SOURCE"}, "would overwrite the source"),
+    ({"clips": True, "clip_template": "../../x_{n}.mp4"}, "without folders"),
+    ({"clips": True, "clip_template": "{video.__class__}{n}.mp4"}, "only {video} and {n}"),
+    ({"out_dir": " "}, "output folder name is empty"),
+])
+def test_the_python_api_checks_every_output_name_as_the_command_line_does(tmp_path, arguments,
+                                                                          message):
+    from videvent import detect
+    from videvent.output.names import OutputNameError
+
+    work = tmp_path / "work" / "deep"
+    work.mkdir(parents=True)
+    source = work / "clip.mp4"
+    source.write_bytes(sample("walker")[0].read_bytes())
+    arguments = {"out_dir": work / "result", **arguments}
+    if arguments.get("export_video") == "SOURCE":
+        arguments["export_video"] = source
+    with pytest.raises(OutputNameError, match=re.escape(message)):
+        detect(source, **arguments)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["clip.mp4", "deep", "work"]
     assert source.read_bytes() == sample("walker")[0].read_bytes()
 
 

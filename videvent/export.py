@@ -12,7 +12,6 @@ complete (written under a temporary name).
 from __future__ import annotations
 
 import os
-import string
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +22,8 @@ from .output.annotate import Annotator, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, CLIPS_NAME, REGIONS_NAME,
                            AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import remove_stale
-from .pipeline import RESULT_FILES, prepare_pass, score_frames
+from .output.names import check_clip_template, check_video_path
+from .pipeline import prepare_pass, score_frames
 from .segmenter import Event
 from .session import fingerprint
 from .settings import Settings
@@ -35,51 +35,6 @@ __all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_TEMPLATE", "REGIONS_NAME",
 
 def _settings_of(document: dict) -> Settings:
     return Settings(**document["settings"])
-
-
-def check_clip_template(template: str) -> None:
-    """Refuse, with one line, a clip name template that could write outside the result
-    folder, over another file of it, or give every clip the same name."""
-    fields = []
-    try:
-        for _, field, spec, _ in string.Formatter().parse(template):
-            if field is not None:
-                fields.append(field)
-                if "{" in (spec or ""):
-                    raise ValueError("nested fields")
-        names = [template.format(video="clip", n=n) for n in (1, 2)]
-    except (KeyError, IndexError, ValueError, AttributeError) as error:
-        raise ValueError(f"bad clip name template {template!r}: {error}") from None
-    unknown = [f for f in fields if f not in ("video", "n")]
-    if unknown:
-        raise ValueError(f"bad clip name template {template!r}: only {{video}} and {{n}} can be "
-                         f"used, not {{{unknown[0]}}}")
-    if "n" not in fields:
-        raise ValueError(f"bad clip name template {template!r}: it must contain {{n}}, or "
-                         f"every event's clip gets the same name")
-    for name in names:
-        if ("/" in name or "\\" in name or name.startswith(".") or not name.endswith(".mp4")
-                or name in (ANNOTATED_NAME, *RESULT_FILES)):
-            raise ValueError(f"bad clip name template {template!r}: it must give a file name "
-                             f"ending in .mp4, without folders, not starting with '.', not a "
-                             f"name of the results (got {name!r})")
-
-
-def check_video_path(path: str | os.PathLike, source_uri: str | None = None) -> Path:
-    """Refuse, with one line, an annotated video path that cannot be written or would
-    overwrite something it must not (the source itself, a folder)."""
-    path = Path(path)
-    if not os.fspath(path).strip() or path.suffix.lower() != ".mp4":
-        raise ValueError(f"the annotated video's name must end in .mp4, got '{path}'")
-    if path.is_dir():
-        raise ValueError(f"'{path}' is a folder, not a file name for the annotated video")
-    if not path.parent.is_dir():
-        raise ValueError(f"cannot write the annotated video '{path}': folder "
-                         f"'{path.parent}' does not exist")
-    if source_uri is not None and path.exists() and os.path.exists(source_uri) \
-            and os.path.samefile(path, source_uri):
-        raise ValueError(f"the annotated video '{path}' would overwrite the source")
-    return path
 
 
 def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | bool = True,

@@ -26,6 +26,7 @@ from .output.annotate import Annotator, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, REGIONS_NAME, AnnotatedVideoSink,
                            ClipSink, write_clip_index)
 from .output.folder import check_destination, mark_complete
+from .output.names import RESULT_FILES, check_outputs
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .preprocess import HealthCheck, Preprocessor, working_size
@@ -43,10 +44,6 @@ READ_AHEAD = 32
 # duration ffmpeg's freezedetect filter reports by default). Shorter runs of repeats are a still
 # scene coded at a low bit rate, which repeats a still picture within a keyframe interval.
 FROZEN_AFTER_SECONDS = 2.0
-# Everything a run or an export writes into a result folder (event clips aside, whose names
-# the user chooses): a new run replaces all of them, so nothing stale stays beside it.
-RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
-                "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
 
 
 def default_out_dir(spec: str | os.PathLike) -> Path:
@@ -298,7 +295,8 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     event as they are decided.
 
     Raises ValueError (SourceError included) with a one-line message on bad input; the result
-    folder is then left as it was. An existing ``out_dir`` that videvent did not make is
+    folder is then left as it was. The names it would write are checked first, as the
+    command line checks them (``output.names.check_outputs``: OutputNameError). An existing ``out_dir`` that videvent did not make is
     refused before the source is opened.
     """
     settings = settings or Settings()
@@ -306,6 +304,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     if out_dir is None and (export_video or clips):
         raise ValueError("the annotated video and clips are written into a "
                          "result folder: give out_dir")
+    check_outputs(spec, out_dir, export_video, clips, clip_template)
     destination = None if out_dir is None else check_destination(out_dir)
     with open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
                      keep_colour=bool(export_video or clips)) as source:

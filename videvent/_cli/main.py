@@ -15,9 +15,10 @@ import click
 from pathlib import Path
 
 from .._version import __version__
-from ..export import CLIP_TEMPLATE, check_clip_template, check_video_path, export
+from ..export import CLIP_TEMPLATE, export
 from ..output import read_events
 from ..output.folder import public_name
+from ..output.names import OutputNameError, check_outputs
 from ..output.report import write_plot, write_report
 from ..pipeline import default_out_dir, detect, frame_range
 from ..settings import METHODS, SettingError, Settings
@@ -194,19 +195,12 @@ def frames_to_scan(settings: Settings, source) -> int | None:
 def check_output_names(out_dir: str | None, export_video: str | None, clips: bool,
                        clip_template: str, source: str) -> None:
     """Every name the run will write, checked before any work: a usage error (exit 2)."""
-    if out_dir is not None and not out_dir.strip():
-        raise click.BadParameter("the output folder name is empty",
-                                 param_hint="'-d' / '--output-dir'")
     try:
-        if clips:
-            check_clip_template(clip_template)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="'--clip-template'") from None
-    try:
-        if export_video:
-            check_video_path(export_video, source)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="'--export-video'") from None
+        check_outputs(source, out_dir, export_video or False, clips, clip_template)
+    except OutputNameError as error:
+        hint = {"out_dir": "'-d' / '--output-dir'", "clip_template": "'--clip-template'",
+                "export_video": "'--export-video'"}[error.option]
+        raise click.BadParameter(str(error), param_hint=hint) from None
 
 
 def check_display() -> None:
