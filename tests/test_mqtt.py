@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 from test_watch import FFMPEG, Stream, stream_event_start_s
 from videvent.detectors.base import FrameScore
-from videvent.output.mqtt import MqttSink, parse_mqtt_address, topic_name
+from videvent.output.mqtt import MqttPublisher, MqttSink, parse_mqtt_address, topic_name
 from videvent.segmenter import Event
 from videvent.sources.base import Frame
 
@@ -259,3 +259,42 @@ def test_watch_publishes_a_streams_event_and_status(broker, tmp_path):
     finally:
         camera.stop()
         subscriber.close()
+
+
+@needs_broker
+@pytest.mark.timeout(120)
+def test_a_long_outage_never_costs_an_event_its_place_to_stats(broker):
+    """Four cameras' stats every second for minutes and their events, while the broker is
+    down: when it is back every event message arrives, in order, and of the stats and
+    statuses only each topic's latest."""
+    publisher = MqttPublisher("127.0.0.1", broker.port)
+    sinks = [MqttSink(publisher, f"cam{n}") for n in range(4)]
+    try:
+        for second in range(600):                    # ten minutes of stats, four cameras
+            for sink in sinks:
+                sink.on_stats({"fps": 15, "dropped": 0, "latency_ms": second})
+            if second % 20 == 0:
+                sink = sinks[second // 20 % 4]
+                number = second // 20 + 1
+                sink.on_event_start(an_event(number=number))
+                sink.on_event_end(an_event(number=number), {})
+                sink.on_status("back" if second % 40 else "lost", {})
+        assert publisher.dropped == 0
+        broker.start()
+        subscriber = Subscriber(broker.port)
+        subscriber.wait_for("videvent/events",
+                            lambda p: json.loads(p)["after"]["number"] == 30
+                            and json.loads(p)["type"] == "end")
+        events = [(message["type"], message["after"]["number"]) for message in
+                  subscriber.events()]
+        assert events == [(kind, n) for n in range(1, 31) for kind in ("new", "end")]
+        subscriber.wait_for("videvent/cam3/stats")     # the latest values go after the events
+        subscriber.wait_for("videvent/cam3/status")
+        stats = [json.loads(m.payload) for m in subscriber.messages
+                 if m.topic == "videvent/cam0/stats"]
+        assert [s["latency_ms"] for s in stats] == [599]
+        subscriber.close()
+    finally:
+        for sink in sinks:
+            sink.close()
+        publisher.close()

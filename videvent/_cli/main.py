@@ -310,16 +310,34 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
             sinks.append(MqttSink(publisher, camera.name))
         return sinks
 
+    problem, stuck = None, False
     try:
         if len(cameras) == 1:
             _watch_one(cameras[0], out_dir, monitor_options, dashboard, sinks_of, show, quiet)
         else:
-            _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet)
+            problem, stuck = _watch_several(cameras, out_dir, monitor_options, dashboard,
+                                            sinks_of, quiet)
     finally:
         if dashboard is not None:
             dashboard.stop()
         if publisher is not None:
             publisher.close()
+            if publisher.dropped:
+                click.echo(f"videvent: warning: MQTT: {publisher.dropped} event message"
+                           f"{'' if publisher.dropped == 1 else 's'} could not be kept while "
+                           f"the broker was away", err=True)
+    if stuck:
+        # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
+        # it gives up after its timeout): the interpreter's exit would tear its thread down
+        # inside native code, which aborts the process. Everything is written, sent and
+        # closed by now, so the process ends at once instead.
+        if problem is not None:
+            problem.show()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(problem.exit_code if problem is not None else 0)
+    if problem is not None:
+        raise problem
 
 
 def _serve(dashboard) -> str:
@@ -375,8 +393,10 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                        f"{monitor_options['max_reconnects']} reconnection attempts")
 
 
-def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet) -> None:
-    """Each camera on a thread of its own; this one waits for them and handles the signals."""
+def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet):
+    """Each camera on a thread of its own; this one waits for them and handles the signals.
+    Returns the cameras' failure (a BadInput, or None) and whether one is still blocked in
+    opening its source."""
     import threading
 
     from ..cameras import wait_for, watch_cameras
@@ -400,18 +420,7 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
     failed = [watch for watch in watches if watch.error]
     problem = BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
                                  for watch in failed)) if failed else None
-    if any(watch.is_alive() for watch in watches):
-        # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
-        # it gives up after its timeout): the interpreter's exit would tear its thread down
-        # inside native code, which aborts the process. Every file is written and closed by
-        # now, so the process ends at once instead.
-        if problem is not None:
-            problem.show()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(problem.exit_code if problem is not None else 0)
-    if problem is not None:
-        raise problem
+    return problem, any(watch.is_alive() for watch in watches)
 
 
 @cli.command("export", short_help="Write the annotated video and event clips of a result.")

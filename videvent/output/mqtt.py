@@ -26,10 +26,14 @@ since that is what Home Assistant users know:
 ``<prefix>/<camera>/stats``
     ``{"fps", "dropped", "latency_ms"}`` about once a second (live front ends).
 
-Nothing here ever blocks the caller for long: messages go into a bounded queue (the oldest is
-dropped when it is full) that a thread of its own hands to paho-mqtt while connected; paho's
-own thread connects, reconnects with back-off, and sends. The retained messages are sent again
-after every reconnection, so a broker that restarted without persistence has them back.
+Nothing here ever blocks the caller for long: messages wait in memory for a thread of their
+own to hand them to paho-mqtt while connected; paho's own thread connects, reconnects with
+back-off, and sends. Events wait in a queue of their own (``EVENT_QUEUE_LENGTH`` messages, a
+hundred minute-long events), in order; every other topic holds a value that the next one replaces (a status,
+a snapshot, the stats), so only its latest waits, and a broker away for long never costs an
+event its place to stats. Events the full queue pushes out are counted (``dropped``) and the
+watch says so when it ends. The retained messages are sent again after every reconnection, so
+a broker that restarted without persistence has them back.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from .sink import Sink
 
 DEFAULT_PORT = 1883
 DEFAULT_PREFIX = "videvent"
-QUEUE_LENGTH = 500                       # messages waiting for the broker before the oldest go
+EVENT_QUEUE_LENGTH = 10_000              # event messages waiting for the broker, at most
 KEEPALIVE_S = 30
 RECONNECT_DELAY_S = (1, 10)              # paho's back-off: first and longest wait
 UPDATE_EVERY_S = 1.0                     # at most one "update" a second per event
@@ -91,17 +95,19 @@ def topic_name(name: str) -> str:
 class MqttPublisher:
     """One connection to a broker, shared by the cameras of a process.
 
-    ``publish`` only queues; a thread sends while connected. ``dropped`` counts the messages
-    the full queue pushed out (or paho refused).
+    ``publish`` only queues (``ordered``: in the events' queue, else as the topic's latest
+    value); a thread sends while connected. ``dropped`` counts the event messages the full
+    queue pushed out (or paho refused).
     """
 
     def __init__(self, host: str, port: int = DEFAULT_PORT, *, prefix: str = DEFAULT_PREFIX,
-                 client_id: str | None = None, queue_length: int = QUEUE_LENGTH,
+                 client_id: str | None = None, queue_length: int = EVENT_QUEUE_LENGTH,
                  keepalive: int = KEEPALIVE_S):
         self.prefix = prefix.strip("/") or DEFAULT_PREFIX
         self.host, self.port = host, port
         self.dropped = 0
         self._queue: collections.deque = collections.deque(maxlen=queue_length)
+        self._latest: dict[str, tuple[Payload, bool]] = {}   # topic -> its value waiting
         self._retained: dict[str, Payload] = {}       # sent again after every reconnection
         self._wake = threading.Condition()
         self._connected = False
@@ -111,7 +117,7 @@ class MqttPublisher:
                                    client_id=client_id or f"videvent-{uuid.uuid4().hex[:12]}")
         self._client.will_set(self.topic("available"), OFFLINE, qos=1, retain=True)
         self._client.reconnect_delay_set(*RECONNECT_DELAY_S)
-        self._client.max_queued_messages_set(queue_length)
+        self._client.max_queued_messages_set(queue_length + 1000)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         # connect_async: the first connection too is made on paho's thread, so a broker that is
@@ -128,16 +134,33 @@ class MqttPublisher:
     def connected(self) -> bool:
         return self._connected
 
-    def publish(self, topic: str, payload: Payload, *, retain: bool = False) -> None:
+    def publish(self, topic: str, payload: Payload, *, retain: bool = False,
+                ordered: bool = False) -> None:
         """Queue a message (``payload`` may be a function making it, called on the sending
-        thread: a JPEG is encoded there, not on the caller's)."""
+        thread: a JPEG is encoded there, not on the caller's). ``ordered``: every one counts
+        (events); else it replaces the topic's value still waiting."""
         with self._wake:
             if retain:
                 self._retained[topic] = payload
-            if len(self._queue) == self._queue.maxlen:
-                self.dropped += 1
-            self._queue.append((topic, payload, retain))
+            if ordered:
+                if len(self._queue) == self._queue.maxlen:
+                    self.dropped += 1
+                self._queue.append((topic, payload, retain))
+            else:
+                self._latest.pop(topic, None)          # the newest goes last
+                self._latest[topic] = (payload, retain)
             self._wake.notify()
+
+    def _pending(self) -> bool:
+        return bool(self._queue or self._latest)
+
+    def _next(self) -> tuple[str, Payload, bool]:
+        """The next message to send: the events first, in order, then the latest values."""
+        if self._queue:
+            return self._queue.popleft()
+        topic = next(iter(self._latest))
+        payload, retain = self._latest.pop(topic)
+        return topic, payload, retain
 
     def close(self, timeout: float = 2.0) -> None:
         """Say ``offline``, send what is queued if connected (waiting ``timeout`` at most),
@@ -161,11 +184,13 @@ class MqttPublisher:
         with self._wake:
             self._connected = True
             available = self.topic("available")
-            pending = {topic for topic, _, _ in self._queue}
-            again = [(topic, payload, True) for topic, payload in self._retained.items()
-                     if topic != available and topic not in pending]
-            self._queue.extendleft(reversed(again))
-            self._queue.appendleft((available, ONLINE, True))
+            # Online first, then every retained value again (the broker may have lost them),
+            # then what was waiting; a value waiting for a topic is its newest.
+            again = {available: (ONLINE, True)}
+            again.update((topic, (payload, True)) for topic, payload in self._retained.items()
+                         if topic != available)
+            again.update(self._latest)
+            self._latest = again
             self._wake.notify()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -176,11 +201,11 @@ class MqttPublisher:
     def _send(self) -> None:
         while True:
             with self._wake:
-                while not (self._queue and self._connected) and not self._closing:
+                while not (self._pending() and self._connected) and not self._closing:
                     self._wake.wait()
-                if not (self._queue and self._connected):
+                if not (self._pending() and self._connected):
                     return                             # closing, and nothing can go
-                topic, payload, retain = self._queue.popleft()
+                topic, payload, retain = self._next()
             try:
                 if callable(payload):
                     payload = payload()
@@ -305,7 +330,8 @@ class MqttSink(Sink):
         if kind != "end":
             self._published[after["number"]] = after
         self.publisher.publish(self.publisher.topic("events"),
-                               json.dumps({"type": kind, "before": before, "after": after}))
+                               json.dumps({"type": kind, "before": before, "after": after}),
+                               ordered=True)
 
     def _publish_snapshot(self) -> None:
         if self._peak is None:
