@@ -563,3 +563,25 @@ def test_ffmpeg_and_opencv_log_lines_never_reach_stderr(tmp_path):
         assert result.returncode == 1
         assert "cannot open" in one_line(result)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_run_whose_source_blocks_in_opening(tmp_path, stop):
+    """A pipe nobody writes to blocks FFmpeg's open (as a device or a stalled network file
+    system does): Ctrl-C or SIGTERM still ends the run, with its one line, nothing written."""
+    pipe = tmp_path / "camera.pipe"
+    os.mkfifo(pipe)
+    process = subprocess.Popen([sys.executable, "-m", "videvent", "run", str(pipe), "-d",
+                                str(tmp_path / "result")], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)                                   # well into the open
+    process.send_signal(stop)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError(f"{signal.Signals(stop).name} did not end the run") from None
+    assert process.returncode == 128 + stop
+    assert stderr.strip() == (f"videvent: stopped by {signal.Signals(stop).name}; nothing "
+                              f"half-written was left")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.pipe"]

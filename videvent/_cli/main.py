@@ -541,10 +541,17 @@ class Stopped(BaseException):
         self.signal_number = signal_number
 
 
+# A second signal this soon after the first is the clean-up's to ignore; later, the first was
+# lost (raised where native code swallows exceptions) and it stops the process again.
+CLEAN_UP_S = 5.0
+_first_signal_at: list[float] = []
+
+
 def _stop(signal_number: int, _frame) -> None:
-    # A second signal must not cut the clean-up short.
-    for other in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(other, signal.SIG_IGN)
+    now = time.monotonic()
+    if _first_signal_at and now - _first_signal_at[0] < CLEAN_UP_S:
+        return                     # the clean-up of the first is under way: not cut short
+    _first_signal_at[:] = [now]
     raise Stopped(signal_number)
 
 

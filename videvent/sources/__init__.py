@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
@@ -43,7 +44,34 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
     for videos, cameras and streams, used only when the source reports no rate.
     Raises SourceError, with a one-line message, when the source cannot be opened or yields
     no frame.
+
+    On the main thread the opening runs on a thread of its own while this one waits, so a
+    signal (Ctrl-C, SIGTERM) is handled at once even while FFmpeg blocks inside the open (a
+    pipe nobody writes to, a device, a stalled network file system); the blocked opening is
+    left behind, a daemon thread that ends with the process.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return _open(spec, colour=colour, backend=backend, fps=fps, keep_colour=keep_colour)
+    outcome: dict = {}
+
+    def opening() -> None:
+        try:
+            outcome["source"] = _open(spec, colour=colour, backend=backend, fps=fps,
+                                      keep_colour=keep_colour)
+        except BaseException as error:   # handed to the caller as it was raised
+            outcome["error"] = error
+
+    thread = threading.Thread(target=opening, name="videvent-open", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)                 # the main thread stays in Python: signals reach it
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["source"]
+
+
+def _open(spec: str | int | os.PathLike, *, colour: bool, backend: str, fps: float | None,
+          keep_colour: bool) -> FrameSource:
     if backend not in BACKENDS:
         raise SourceError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if fps is not None and not fps > 0:
