@@ -403,3 +403,34 @@ def test_half_sent_requests_and_a_flood_of_connections_never_take_the_server(cap
             connection.close()
         dashboard.stop()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
+    """A camera number thousands of digits long, JSON nested 100 000 deep or too big, and a
+    cookie that is not UTF-8: each is refused with a 4xx and nothing is printed."""
+    import socket
+
+    dashboard = Dashboard(region_file=tmp_path / "regions.txt")
+    dashboard.add_camera("gate")
+    base = dashboard.start()
+    port = dashboard.port
+
+    def raw(request: bytes) -> int:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            connection.sendall(request)
+            return int(connection.recv(100).split(b" ")[1])
+
+    try:
+        assert status_of(base + "cameras/" + "9" * 5000 + "/picture.jpg") == 404
+        assert status_of(base + "cameras/0/events/" + "9" * 5000 + "/clip") == 404
+        for body in (b"[" * 100_000 + b"]" * 100_000, b'{"polygons": [' + b"1," * 60_000 + b"1]}"):
+            status = raw(b"POST /cameras/0/region HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Type: application/json\r\nConnection: close\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            assert status in (400, 413), status
+        assert raw(b"GET /api/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   b"Cookie: videvent_token_1=\xff\xfe\r\nConnection: close\r\n\r\n") == 200
+    finally:
+        dashboard.stop()
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "Error" not in captured.err, captured.err

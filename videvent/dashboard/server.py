@@ -32,6 +32,7 @@ import asyncio
 import ipaddress
 import json
 import secrets
+import sys
 import threading
 from collections import deque
 from pathlib import Path
@@ -48,6 +49,7 @@ UPDATE_EVERY_S = 0.2          # how often batched scores and messages go to the 
 KEEPALIVE_S = 15.0
 LISTENER_BACKLOG = 2000       # messages queued for one slow page before the oldest go
 SHUTDOWN_S = 2.0
+MAX_REGION_BODY = 64 * 1024   # a region editor's polygons, in bytes: hundreds of points
 
 
 def is_loopback(host: str) -> bool:
@@ -164,7 +166,8 @@ class Dashboard:
         loop.close()
 
     async def _serve(self) -> None:
-        app = web.Application(middlewares=[self.limits.middleware, self._guard])
+        app = web.Application(middlewares=[self.limits.middleware, self._last_resort,
+                                           self._guard])
         app.add_routes([
             web.get("/", self._index),
             web.get("/api/cameras", self._list_cameras),
@@ -203,6 +206,18 @@ class Dashboard:
     # -- access ----------------------------------------------------------------------------
 
     @web.middleware
+    async def _last_resort(self, request: web.Request, handler):
+        """A handler's unexpected failure: one line on stderr and a 500, never a traceback."""
+        try:
+            return await handler(request)
+        except (web.HTTPException, asyncio.CancelledError, ConnectionError):
+            raise
+        except Exception as error:  # noqa: BLE001 - the one place every failure ends
+            print(f"videvent: dashboard: {request.method} {request.path[:80]}: "
+                  f"{type(error).__name__}: {str(error)[:200]}", file=sys.stderr)
+            return _refuse(500, "the dashboard failed to answer this request")
+
+    @web.middleware
     async def _guard(self, request: web.Request, handler):
         if self.token is None:
             if not is_loopback(request.url.host or ""):
@@ -224,10 +239,12 @@ class Dashboard:
         return f"videvent_token_{self.port}"
 
     def _camera(self, request: web.Request) -> CameraState:
-        index = int(request.match_info["camera"])
-        if index >= len(self._cameras):
+        digits = request.match_info["camera"]
+        # A number of any length is a route match: one that long is no camera (and int() of
+        # thousands of digits is refused by Python itself).
+        if len(digits) > 6 or int(digits) >= len(self._cameras):
             raise web.HTTPNotFound(text="no such camera")
-        return self._cameras[index]
+        return self._cameras[int(digits)]
 
     # -- pages and data --------------------------------------------------------------------
 
@@ -255,9 +272,10 @@ class Dashboard:
 
     async def _media(self, request: web.Request) -> web.StreamResponse:
         camera = self._camera(request)
-        number, kind = int(request.match_info["number"]), request.match_info["kind"]
-        if kind not in MEDIA_KINDS:
+        digits, kind = request.match_info["number"], request.match_info["kind"]
+        if kind not in MEDIA_KINDS or len(digits) > 9:
             raise web.HTTPNotFound(text="no such file")
+        number = int(digits)
         path = camera.media_path(number, kind)
         if path is not None and path.is_file():
             return web.FileResponse(path)
@@ -283,9 +301,14 @@ class Dashboard:
         # JSON only: a plain form posted by another site cannot send it without CORS approval.
         if request.content_type != "application/json":
             return _refuse(415, "send the polygons as application/json")
+        if (request.content_length or 0) > MAX_REGION_BODY:
+            return _refuse(413, f"the polygons take more than {MAX_REGION_BODY} bytes")
         try:
-            body = await request.json()
-        except ValueError:
+            text = await request.text()
+            if len(text) > MAX_REGION_BODY:
+                return _refuse(413, f"the polygons take more than {MAX_REGION_BODY} bytes")
+            body = json.loads(text)
+        except (ValueError, RecursionError):    # not JSON, or nested past Python's stack
             return _refuse(400, "the request is not valid JSON")
         with camera.lock:
             width, height = camera.width, camera.height
