@@ -308,6 +308,11 @@ def test_region_files_and_masks_from_a_config_file_watch_the_same_area(garden_vi
     (["-a", LEFT_TEXT, "-a", "0 0 400 0 400 100"],
      "region 2: point (400, 0) is outside the 320x240 frame"),
     (["-R", "missing.txt"], "region file 'missing.txt': cannot be read"),
+    # A line, and a sliver under one working pixel: the detector would watch nothing.
+    (["-a", "0 0 100 0 200 0"], "region 1: covers 0 source pixels, less than one pixel"),
+    (["-a", LEFT_TEXT, "-a", "5 5 6 5 5 6"], "region 2: covers 0.5 source pixels"),
+    (["-a", " ".join(f"{10 + i % 100} {10 + i // 100}" for i in range(1001))],
+     "region 1: 1001 points, at most 1000"),
 ])
 def test_a_bad_region_is_one_line_before_anything_is_written(garden_video, tmp_path, flags,
                                                              message):

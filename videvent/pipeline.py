@@ -116,11 +116,14 @@ class Pass:
 
 
 def source_regions(settings: Settings, source: FrameSource) -> Regions:
-    """The settings' regions, checked against the source's frame: SettingError (one line)
-    for a polygon outside it or masks that leave nothing to watch."""
+    """The settings' regions, checked against the source's frame and the working picture:
+    SettingError (one line) for a polygon outside it, one that covers no working pixel, or
+    masks that leave nothing to watch."""
     regions = settings.regions()
+    working = working_size(source.width, source.height, max_side=settings.working_size,
+                           downscale_factor=settings.downscale_factor)
     try:
-        regions.check(source.width, source.height)
+        regions.check(source.width, source.height, working)
     except RegionError as error:
         raise SettingError(str(error)) from None
     return regions

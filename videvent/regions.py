@@ -115,11 +115,18 @@ def save_region_file(path: str | os.PathLike, polygons: Iterable[Polygon]) -> No
     write_text_atomically(path, text)
 
 
+# Points of one polygon, at most: a hand-drawn region has tens; thousands are a mistake or an
+# attack on the editor and the file.
+MAX_POINTS = 1000
+
+
 def check_polygon(polygon: Polygon, width: int, height: int, name: str = "region") -> None:
-    """RegionError unless ``polygon`` has 3 points or more, all inside a width x height
-    picture (0..width-1, 0..height-1)."""
+    """RegionError unless ``polygon`` has 3 points or more (``MAX_POINTS`` at most), all
+    inside a width x height picture (0..width-1, 0..height-1)."""
     if len(polygon) < 3:
         raise RegionError(f"{name}: {len(polygon)} points, a region needs at least 3 points")
+    if len(polygon) > MAX_POINTS:
+        raise RegionError(f"{name}: {len(polygon)} points, at most {MAX_POINTS}")
     for x, y in polygon:
         if not (0 <= x < width and 0 <= y < height):
             raise RegionError(f"{name}: point ({x}, {y}) is outside the {width}x{height} frame "
@@ -153,12 +160,23 @@ class Regions:
     def __bool__(self) -> bool:
         return bool(self.watch or self.ignore)
 
-    def check(self, width: int, height: int) -> None:
-        """RegionError (one line, naming the polygon) unless every polygon fits the frame and
-        the masks leave some of the regions to watch."""
+    def check(self, width: int, height: int, working: tuple[int, int] | None = None) -> None:
+        """RegionError (one line, naming the polygon) unless every polygon fits the frame,
+        each region covers at least one pixel of the ``working`` (width, height) picture the
+        detector sees (a line or a sliver would leave it nothing to watch), and the masks
+        leave some of the regions to watch."""
         for kind, polygons in (("region", self.watch), ("mask", self.ignore)):
             for number, polygon in enumerate(polygons, start=1):
                 check_polygon(polygon, width, height, f"{kind} {number}")
+        if working is not None:
+            pixel = (width / working[0]) * (height / working[1])   # source pixels in one
+            for number, polygon in enumerate(self.watch, start=1):
+                area = cv2.contourArea(np.asarray(polygon, np.float32))
+                if area < pixel:
+                    raise RegionError(
+                        f"region {number}: covers {area:g} source pixels, less than one pixel "
+                        f"of the {working[0]}x{working[1]} picture the detector works on "
+                        f"({pixel:g}): draw it bigger")
         if not self.mask((width, height)).any():
             raise RegionError("the masks cover all of the regions: nothing left to watch")
 
