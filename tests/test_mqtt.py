@@ -3,6 +3,7 @@ retained status and snapshot, and a broker that dies and comes back while the si
 holds up its caller."""
 
 import getpass
+import os
 import json
 import shutil
 import socket
@@ -17,10 +18,11 @@ import numpy as np
 import paho.mqtt.client as paho
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sample
 from test_watch import FFMPEG, Stream, stream_event_start_s
 from videvent.detectors.base import FrameScore
-from videvent.output.mqtt import MqttPublisher, MqttSink, parse_mqtt_address, topic_name
+from videvent.output.mqtt import (MqttPublisher, MqttSink, check_prefix, parse_mqtt_address,
+                                  topic_name)
 from videvent.segmenter import Event
 from videvent.sources.base import Frame
 
@@ -32,7 +34,8 @@ PATIENCE_S = 20.0          # deadline of every wait on the network (a liveness b
 class Broker:
     """mosquitto on a free 127.0.0.1 port, with a generated configuration."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, users: dict[str, str] | None = None):
+        """``users``: name -> password, the only ones let in (else anyone is)."""
         with socket.socket() as probe:          # mosquitto cannot report a port it chose
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -41,7 +44,15 @@ class Broker:
         # the subscriber is still reconnecting waits for it (else the test would race).
         # ``user``: run as root (CI), mosquitto would switch to its own user, which cannot write
         # the test's folder, and keep nothing.
-        self.config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+        access = "allow_anonymous true\n"
+        if users:
+            passwords = folder / "passwords"
+            for number, (name, password) in enumerate(users.items()):
+                subprocess.run(["mosquitto_passwd", "-b", *(["-c"] if number == 0 else []),
+                                str(passwords), name, password], check=True,
+                               capture_output=True)
+            access = f"allow_anonymous false\npassword_file {passwords}\n"
+        self.config.write_text(f"listener {self.port} 127.0.0.1\n{access}"
                                f"persistence true\npersistence_location {folder}/\n"
                                f"user {getpass.getuser()}\n")
         self.process = None
@@ -75,12 +86,15 @@ def broker(tmp_path):
 class Subscriber:
     """A paho client that records every message under ``videvent/#``."""
 
-    def __init__(self, port, session=None):
-        """``session``: a client id whose session the broker keeps while it is away."""
+    def __init__(self, port, session=None, login=None):
+        """``session``: a client id whose session the broker keeps while it is away;
+        ``login``: (user, password)."""
         self.messages = []
         self.arrived = threading.Condition()
         self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=session or "",
                                   clean_session=session is None)
+        if login is not None:
+            self.client.username_pw_set(*login)
         self.client.on_connect = lambda client, *_: client.subscribe("videvent/#", qos=1)
         self.client.on_message = self._record
         self.client.reconnect_delay_set(1, 2)
@@ -125,15 +139,26 @@ def a_frame(index, score, level):
             FrameScore(index, index / 15, 0.1, score, "ok", False))
 
 
-def test_mqtt_address_parsing_and_its_one_line_errors():
-    assert parse_mqtt_address("broker.lan") == ("broker.lan", 1883)
-    assert parse_mqtt_address("127.0.0.1:1884") == ("127.0.0.1", 1884)
-    assert parse_mqtt_address("[::1]:1885") == ("::1", 1885)
+def test_mqtt_address_parsing_and_its_one_line_errors(monkeypatch):
+    assert parse_mqtt_address("broker.lan") == ("broker.lan", 1883, None, None, False)
+    assert parse_mqtt_address("127.0.0.1:1884")[:2] == ("127.0.0.1", 1884)
+    assert parse_mqtt_address("[::1]:1885")[:2] == ("::1", 1885)
+    assert parse_mqtt_address("mqtts://ha:S3cret@broker") == ("broker", 8883, "ha", "S3cret",
+                                                              True)
+    monkeypatch.setenv("VIDEVENT_MQTT_PASSWORD", "fromenv")
+    assert parse_mqtt_address("mqtt://ha@broker:1884") == ("broker", 1884, "ha", "fromenv",
+                                                           False)
+    assert str(parse_mqtt_address("mqtts://ha:S3cret@broker")) == "mqtts://ha@broker:8883"
     for bad, problem in [("host:0", "port must be"), ("host:http", "port must be"),
-                         (":1883", "expected HOST"), ("mqtt://host", "port must be")]:
+                         (":1883", "expected HOST"), ("http://host", "mqtt:// or mqtts://"),
+                         ("ha:S3cret@host:x", "port must be"), ("@host", "user name")]:
         with pytest.raises(ValueError, match=problem) as error:
             parse_mqtt_address(bad)
-        assert "\n" not in str(error.value)
+        assert "\n" not in str(error.value) and "S3cret" not in str(error.value)
+    for bad in ("#", "videvent/+", "home//cams", "a/#/b"):
+        with pytest.raises(ValueError, match="without"):
+            check_prefix(bad)
+    assert check_prefix("home/cams") == "home/cams"
 
 
 @needs_broker
@@ -298,3 +323,42 @@ def test_a_long_outage_never_costs_an_event_its_place_to_stats(broker):
         for sink in sinks:
             sink.close()
         publisher.close()
+
+
+@needs_broker
+def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_path):
+    """A password in the address or the environment logs in; a wrong one, or no broker at
+    the address, is said on stderr at once (the watch goes on); a prefix with a wildcard is a
+    usage error; the password is never printed."""
+    broker = Broker(tmp_path, users={"ha": "S3cretPw"})
+    broker.start()
+    subscriber = Subscriber(broker.port, login=("ha", "S3cretPw"))
+    clip = str(sample("walker")[0])
+
+    def watch(address, *extra, env=None):
+        return subprocess.run(
+            [sys.executable, "-m", "videvent", "watch", clip, "-q", "--mqtt", address, *extra,
+             "-d", str(tmp_path / f"out{len(list(tmp_path.iterdir()))}")],
+            capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+    try:
+        done = watch(f"ha@127.0.0.1:{broker.port}", env={"VIDEVENT_MQTT_PASSWORD": "S3cretPw"})
+        assert done.returncode == 0, done.stderr
+        assert "MQTT" not in done.stderr
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "end")
+        wrong = watch(f"ha:WrongPw@127.0.0.1:{broker.port}")
+        assert wrong.returncode == 0
+        assert f"MQTT broker 127.0.0.1:{broker.port}: refused the connection" in wrong.stderr
+    finally:
+        subscriber.close()
+        broker.stop()
+    with socket.socket() as closed:                  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    away = watch(f"127.0.0.1:{port}")
+    assert away.returncode == 0 and "cannot be reached" in away.stderr
+    bad = watch(f"127.0.0.1:{port}", "--mqtt-prefix", "#")
+    assert bad.returncode == 2 and "--mqtt-prefix" in bad.stderr
+    for result in (wrong, away, bad):
+        assert "S3cretPw" not in result.stderr + result.stdout
+        assert "WrongPw" not in result.stderr + result.stdout

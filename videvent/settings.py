@@ -223,8 +223,10 @@ WATCH_SPECS: dict[str, Spec] = {
     "serve_token": Spec("text", "Token the dashboard asks of every request; generated and "
                         "printed when --serve binds an address other than loopback without "
                         "one.", optional=True, metavar="TOKEN"),
-    "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker, "
-                 "HOST[:PORT] (port 1883 by default).", optional=True, metavar="HOST[:PORT]"),
+    "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker "
+                 "(port 1883 by default; mqtts:// for TLS, port 8883); a password not given "
+                 "here is read from VIDEVENT_MQTT_PASSWORD.", optional=True,
+                 metavar="[mqtts://][USER[:PASSWORD]@]HOST[:PORT]"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
 }
 WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent"}

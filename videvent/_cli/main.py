@@ -263,7 +263,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     """
     from ..alerts import check_webhook
     from ..cameras import name_cameras
-    from ..output.mqtt import parse_mqtt_address
+    from ..output.mqtt import check_prefix, parse_mqtt_address
     from ..settings import load_cameras
 
     # With one camera, regions drawn on the dashboard are saved to its (first) -R file, which
@@ -275,6 +275,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     webhook = _parsed("--webhook", check_webhook, webhook)
     served_at = _parsed("--serve", _serve_address, serve)
     broker = _parsed("--mqtt", parse_mqtt_address, mqtt)
+    mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
     config = click.get_current_context().meta.get(CONFIG_PATH)
     try:
         cameras = name_cameras(sources, settings, load_cameras(config) if config else {})
@@ -301,7 +302,10 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
 
         # One connection for the process; it never holds up the start (connects on its own
         # thread) and says "offline" when the watch ends.
-        publisher = MqttPublisher(*broker, prefix=mqtt_prefix)
+        publisher = MqttPublisher(
+            broker.host, broker.port, prefix=mqtt_prefix, username=broker.username,
+            password=broker.password, tls=broker.tls,
+            report=lambda line: click.echo(f"videvent: warning: {line}", err=True))
 
     def sinks_of(camera) -> list:
         sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]

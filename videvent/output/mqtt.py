@@ -44,7 +44,8 @@ import re
 import threading
 import time
 import uuid
-from typing import Any, Callable
+import os
+from typing import Any, Callable, NamedTuple
 
 import cv2
 import numpy as np
@@ -53,6 +54,7 @@ import paho.mqtt.client as paho
 from .sink import Sink
 
 DEFAULT_PORT = 1883
+PASSWORD_VARIABLE = "VIDEVENT_MQTT_PASSWORD"
 DEFAULT_PREFIX = "videvent"
 EVENT_QUEUE_LENGTH = 10_000              # event messages waiting for the broker, at most
 KEEPALIVE_S = 30
@@ -66,11 +68,53 @@ _NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9_-]+")
 Payload = bytes | str | Callable[[], bytes]
 
 
-def parse_mqtt_address(text: str) -> tuple[str, int]:
-    """``HOST[:PORT]`` (``[v6 address]:PORT`` too) -> (host, port); ValueError with a one-line
-    message when it is not one."""
+class MqttAddress(NamedTuple):
+    """Where the broker is and how to log in: ``tls`` for ``mqtts://`` (port 8883 by default)."""
+
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
+
+    def __str__(self) -> str:                 # as messages show it: never the password
+        user = "" if self.username is None else f"{self.username}@"
+        return f"{'mqtts://' if self.tls else ''}{user}{self.host}:{self.port}"
+
+
+def parse_mqtt_address(text: str) -> MqttAddress:
+    """``[mqtt://|mqtts://][USER[:PASSWORD]@]HOST[:PORT]`` (``[v6 address]:PORT`` too); the
+    password, when USER has none here, from the environment (``PASSWORD_VARIABLE``), so it
+    need not be on the command line where ``ps`` shows it. ValueError with a one-line message
+    (never showing the password) when it is not one."""
     text = text.strip()
-    host, port = text, DEFAULT_PORT
+    scheme, _, rest = text.rpartition("://")
+    if scheme and scheme.lower() not in ("mqtt", "mqtts"):
+        raise ValueError(f"{scheme}://: the broker's address starts with mqtt:// or mqtts:// "
+                         f"(TLS), or with neither")
+    tls = scheme.lower() == "mqtts"
+    username = password = None
+    if "@" in rest:
+        credentials, rest = rest.rsplit("@", 1)
+        username, has_password, password = credentials.partition(":")
+        if not username:
+            raise ValueError("the user name before '@' is empty")
+        password = password if has_password else os.environ.get(PASSWORD_VARIABLE)
+    host, port = _host_and_port(rest, 8883 if tls else DEFAULT_PORT)
+    return MqttAddress(host, port, username, password, tls)
+
+
+def check_prefix(prefix: str) -> str:
+    """The topics' first level(s): ValueError for MQTT's wildcards or an empty level, which
+    no broker accepts in a topic published to."""
+    levels = prefix.strip("/").split("/")
+    if any(not level or "+" in level or "#" in level for level in levels):
+        raise ValueError(f"{prefix!r}: topic levels, '/' between them, without '+' or '#'")
+    return prefix
+
+
+def _host_and_port(text: str, default_port: int) -> tuple[str, int]:
+    host, port = text, default_port
     match = re.fullmatch(r"\[([^\]]+)\](?::(.*))?", text)
     if match:
         host, port_text = match.group(1), match.group(2)
@@ -102,9 +146,15 @@ class MqttPublisher:
 
     def __init__(self, host: str, port: int = DEFAULT_PORT, *, prefix: str = DEFAULT_PREFIX,
                  client_id: str | None = None, queue_length: int = EVENT_QUEUE_LENGTH,
-                 keepalive: int = KEEPALIVE_S):
+                 keepalive: int = KEEPALIVE_S, username: str | None = None,
+                 password: str | None = None, tls: bool = False,
+                 report: Callable[[str], None] | None = None):
+        """``report(line)``: told once when the broker cannot be reached or refuses us (and
+        again after it had worked), so a wrong address or password is said at once."""
         self.prefix = prefix.strip("/") or DEFAULT_PREFIX
         self.host, self.port = host, port
+        self._report = report or (lambda line: None)
+        self._trouble: str | None = None              # what was last reported
         self.dropped = 0
         self._queue: collections.deque = collections.deque(maxlen=queue_length)
         self._latest: dict[str, tuple[Payload, bool]] = {}   # topic -> its value waiting
@@ -116,6 +166,11 @@ class MqttPublisher:
         self._client = paho.Client(paho.CallbackAPIVersion.VERSION2,
                                    client_id=client_id or f"videvent-{uuid.uuid4().hex[:12]}")
         self._client.will_set(self.topic("available"), OFFLINE, qos=1, retain=True)
+        if username is not None:
+            self._client.username_pw_set(username, password)
+        if tls:
+            self._client.tls_set()                   # the system's certificate authorities
+        self._client.on_connect_fail = self._on_connect_fail
         self._client.reconnect_delay_set(*RECONNECT_DELAY_S)
         self._client.max_queued_messages_set(queue_length + 1000)
         self._client.on_connect = self._on_connect
@@ -178,9 +233,19 @@ class MqttPublisher:
         self._client.loop_stop()
 
     # -- paho's thread -----------------------------------------------------------------------
+    def _say(self, trouble: str | None) -> None:
+        if trouble is not None and trouble != self._trouble:
+            self._report(f"MQTT broker {self.host}:{self.port}: {trouble}; trying again")
+        self._trouble = trouble
+
+    def _on_connect_fail(self, client, userdata) -> None:
+        self._say("cannot be reached")
+
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
+            self._say(f"refused the connection ({reason_code})")
             return
+        self._say(None)
         with self._wake:
             self._connected = True
             available = self.topic("available")
@@ -241,9 +306,12 @@ class MqttSink(Sink):
     @classmethod
     def connect(cls, address: str, camera: str | None = None, *,
                 prefix: str = DEFAULT_PREFIX) -> "MqttSink":
-        """A sink with a connection of its own to ``HOST[:PORT]`` (ValueError if malformed)."""
-        host, port = parse_mqtt_address(address)
-        return cls(MqttPublisher(host, port, prefix=prefix), camera, owns_publisher=True)
+        """A sink with a connection of its own to ``address`` (``parse_mqtt_address``;
+        ValueError if malformed)."""
+        broker = parse_mqtt_address(address)
+        return cls(MqttPublisher(broker.host, broker.port, prefix=check_prefix(prefix),
+                                 username=broker.username, password=broker.password,
+                                 tls=broker.tls), camera, owns_publisher=True)
 
     def _topic(self, *levels: str) -> str:
         return self.publisher.topic(topic_name(self.camera or "camera"), *levels)
