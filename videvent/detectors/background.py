@@ -178,6 +178,7 @@ class SubspaceBackground:
         self.n_refits_ = 0
         self._stats = None                                        # cached medians and scales
         self._unit_pixel = 1.0 / math.sqrt(self.n_features)
+        self._channels = self.frame_shape[2] if len(self.frame_shape) == 3 else 1
 
     @property
     def ready(self) -> bool:
@@ -461,9 +462,10 @@ class SubspaceBackground:
         ``norms``."""
         means = squared_means / (norms[:, None] ** 2)
         # The floor is in grey levels as well as relative: sensor noise does not dim with the
-        # light, so a relative floor alone would score a dimmer frame's noise as a change.
+        # light, so a relative floor alone would score a dimmer frame's noise as a change. It
+        # holds for each channel: a pixel's squares are summed over its channels.
         floor = np.maximum(ENERGY_FLOOR * self._unit_pixel, NOISE_FLOOR / norms) ** 2
-        return 0.5 * np.log(np.maximum(means, floor[:, None]))
+        return 0.5 * np.log(np.maximum(means, self._channels * floor[:, None]))
 
     def _block_means(self, values: np.ndarray) -> np.ndarray:
         """The mean of every block of every row (a frame's pixels; channels summed)."""
