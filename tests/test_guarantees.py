@@ -456,6 +456,9 @@ def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path,
     result = run_cli(command, sample("walker")[0], "-d", tmp_path / "out", "-q", *options)
     assert result.returncode == 2, result.stderr
     assert "internal error" not in one_line(result)
+    assert "static_after" not in result.stderr           # named as the user gave it
+    if "--absorb-after" in options:
+        assert "absorb-after must be at least a frame long" in result.stderr
     # Refused before anything is written: watch and batch made their folder first.
     assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
 

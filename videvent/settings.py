@@ -98,7 +98,8 @@ class Settings:
                                     short="-tp")
     absorb_after: Time | None = setting(
         "5s", "time", "An unusual region that stops changing for this long becomes "
-        "background, in that region only ('never' to keep flagging).", optional=True)
+        "background, in that region only ('never' to keep flagging).", optional=True,
+        minimum=0, min_open=True)
     background_span: Time = setting("60s", "time", "Time the model's window of frames spans.")
     seed: bool = setting(False, "bool", "Seed the model from frames spread over the whole "
                          "file.", off_flag="--no-seed")
@@ -276,7 +277,11 @@ def check_value(name: str, value: Any) -> None:
     elif spec.kind == "time":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise ValueError(f"{shown} must be {TIME_HELP}, got {value!r}")
-        parse_duration(value, 25.0)  # the grammar, now, not after minutes of decoding
+        frames = parse_duration(value, 25.0)  # the grammar, now, not after minutes of decoding
+        if spec.minimum is not None and (frames < spec.minimum
+                                         or (spec.min_open and frames == spec.minimum)):
+            raise ValueError(f"{shown} must be at least a frame long, got {value!r}"
+                             + (" ('never' turns it off)" if spec.optional else ""))
     else:
         whole = spec.kind == "int"
         if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):

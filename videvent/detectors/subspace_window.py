@@ -56,10 +56,16 @@ def frame_parameters(settings: "Settings", fps: float, method: str | None = None
         method=method or settings.method, rank=settings.rank, window=settings.window,
         projection_dim=settings.projection_dim, inlier_fraction=settings.inlier_fraction,
         stride=round(span / settings.window), warmup=max(1, round(fps * WARMUP_SECONDS)),
-        static_after=settings.frames("absorb_after", fps), hot=settings.threshold_low,
+        static_after=_at_least_one(settings.frames("absorb_after", fps)),
+        hot=settings.threshold_low,
         refit_every=settings.refit_every, blocks=settings.blocks,
         light_invariant=settings.light_invariant, settle_frames=round(fps * SETTLE_SECONDS),
         without=settings.mechanisms_off())
+
+
+def _at_least_one(frames: int | None) -> int | None:
+    """A time shorter than a frame at this rate (0.01 s at 25 fps) is one frame."""
+    return None if frames is None else max(1, frames)
 
 
 class SceneJudge:
