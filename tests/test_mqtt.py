@@ -330,10 +330,8 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
     """A password in the address or the environment logs in; a wrong one, or no broker at
     the address, is said on stderr at once (the watch goes on); a prefix with a wildcard is a
     usage error; the password is never printed."""
-    broker = Broker(tmp_path, users={"ha": "S3cretPw"})
-    broker.start()
-    subscriber = Subscriber(broker.port, login=("ha", "S3cretPw"))
     clip = str(sample("walker")[0])
+    broker = Broker(tmp_path, users={"ha": "S3cretPw"})
 
     def watch(address, *extra, env=None):
         return subprocess.run(
@@ -341,7 +339,10 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
              "-d", str(tmp_path / f"out{len(list(tmp_path.iterdir()))}")],
             capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
 
+    subscriber = None
     try:
+        broker.start()
+        subscriber = Subscriber(broker.port, login=("ha", "S3cretPw"))
         done = watch(f"ha@127.0.0.1:{broker.port}", env={"VIDEVENT_MQTT_PASSWORD": "S3cretPw"})
         assert done.returncode == 0, done.stderr
         assert "MQTT" not in done.stderr
@@ -350,7 +351,8 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
         assert wrong.returncode == 0
         assert f"MQTT broker 127.0.0.1:{broker.port}: refused the connection" in wrong.stderr
     finally:
-        subscriber.close()
+        if subscriber is not None:
+            subscriber.close()
         broker.stop()
     with socket.socket() as closed:                  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))

@@ -17,9 +17,10 @@ from test_watch import at_the_persons_entry, server  # noqa: F401
 from test_watch_dashboard import ServedWatch
 
 
-def status_of(url: str) -> int:
+def status_of(url: str, headers: dict | None = None) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}),
+                                    timeout=10) as response:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -47,11 +48,14 @@ source = "http://127.0.0.1:{dead.getsockname()[1]}/"
         # Bound beyond loopback with no token: one is generated, printed, and asked for.
         url = watch.dashboard_url()
         assert "?token=" in url
-        base = url.split("?")[0].replace("0.0.0.0", "127.0.0.1")
+        # Printed with an address another machine can use (this one's name), not 0.0.0.0.
+        assert "0.0.0.0" not in url and socket.gethostname() in url
+        base = f"http://127.0.0.1:{url.split('?')[0].rstrip('/').rsplit(':', 1)[1]}/"
         token = url.split("?token=")[1]
         assert status_of(base + "api/cameras") == 401
         assert status_of(base + "api/cameras?token=wrong") == 403
         assert status_of(base + "api/cameras?token=" + token) == 200
+        assert status_of(base + "api/cameras", {"Authorization": "bearer " + token}) == 200
         # The live camera runs on its own while the dead one is still being opened.
         watch.wait_for("session_start", 30, camera="door")
         # The person found at their moment of the stream. (Its own settings, a window of 60

@@ -32,6 +32,7 @@ import asyncio
 import ipaddress
 import json
 import secrets
+import socket
 import sys
 import threading
 from collections import deque
@@ -146,7 +147,9 @@ class Dashboard:
         except BaseException:
             self._end_loop()
             raise
-        shown = f"[{self.host}]" if ":" in self.host else self.host
+        # Bound to every address, the address another machine can use: this one's name.
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
+        shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/" + (f"?token={self.token}" if self.token else "")
         return self.url
 
@@ -225,7 +228,7 @@ class Dashboard:
             return await handler(request)
         header = request.headers.get("Authorization", "")
         given = (request.query.get("token") or request.cookies.get(self._cookie)
-                 or (header[7:] if header.startswith("Bearer ") else None))
+                 or (header[7:] if header[:7].lower() == "bearer " else None))
         if not given:
             return _refuse(401, "a token is needed: open the address printed with it")
         # Bytes as they came (a header need not be UTF-8), compared in constant time.
