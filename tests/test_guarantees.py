@@ -474,7 +474,6 @@ def _file_size_limit(size: int):
 @pytest.mark.parametrize("command, options, named", [
     (["run"], ["--export-video"], "cannot write the results into '{out}'"),
     (["run"], [], "cannot write the results into '{out}'"),
-    (["watch"], [], "'{out}/walker.event001.mp4'"),
 ])
 def test_a_full_disk_is_one_line_naming_the_path(tmp_path, command, options, named):
     out = tmp_path / "out"
@@ -488,6 +487,27 @@ def test_a_full_disk_is_one_line_naming_the_path(tmp_path, command, options, nam
     assert not leftovers(tmp_path)
     if command == ["run"]:
         assert not out.exists()
+
+
+def test_a_full_disk_never_ends_a_watch_its_events_are_all_closed(tmp_path):
+    """Live, what cannot be written (the event's clip and thumbnail, the plot) is skipped and
+    said once per kind; the watch goes on to its end, exit 0, every event it opened closed
+    in events.json and the alerts, and nothing half-written is left."""
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "videvent", "watch", sample("walker")[0],
+                             "-d", out, "-q"], capture_output=True, text=True,
+                            preexec_fn=_file_size_limit(16_000), timeout=300,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines and all(line.startswith("videvent: warning: cannot write") for line in lines)
+    assert len(lines) == len(set(lines)) <= 3 and "Traceback" not in result.stderr
+    events = json.loads((out / "events.json").read_text())["events"]
+    assert len(events) == 1 and events[0]["end_frame"] > events[0]["start_frame"]
+    alerts = [json.loads(line)["type"] for line in (out / "alerts.jsonl").read_text().splitlines()]
+    assert alerts.count("start") == alerts.count("end") == 1 and alerts[-1] == "session_end"
+    assert not leftovers(tmp_path) and not list(out.glob("*.mp4"))
+    assert not list((out / "thumbnails").iterdir())         # no half JPEG
 
 
 @pytest.mark.parametrize("damage", ["{broken", "[1, 2]", ""])

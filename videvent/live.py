@@ -14,6 +14,7 @@ at a clean stop.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -290,8 +291,12 @@ class LiveMonitor:
             finally:
                 session.close()
         from .output.report import write_plot, write_report
-        write_plot(self.out_dir)
-        write_report(self.out_dir)
+        try:
+            write_plot(self.out_dir)
+            write_report(self.out_dir)
+        except OSError as error:       # the session's own files are written: say it, end well
+            print(f"videvent: warning: cannot write the report in '{self.out_dir}': "
+                  f"{error.strerror or error}", file=sys.stderr, flush=True)
         return self.summary
 
     def _session(self, run, segmenter) -> Session:
@@ -312,7 +317,9 @@ class LiveMonitor:
         sinks += self.sinks
         return Session(run, segmenter, scores_path=self.out_dir / "scores.csv", sinks=sinks,
                        live=True, summary_path=self.out_dir / "events.json",
-                       summary_extra=lambda: {"session": self.summary.to_dict()})
+                       summary_extra=lambda: {"session": self.summary.to_dict()},
+                       report=lambda line: print(f"videvent: warning: {line}",
+                                                 file=sys.stderr, flush=True))
 
     def _tick(self, session: Session, seconds: float) -> None:
         """About once a second: the status line, and the sinks that want the statistics."""

@@ -25,7 +25,7 @@ import numpy as np
 from ._version import __version__
 from .output import ScoresWriter, write_events
 from .output.events_json import read_events
-from .output.folder import partial_path
+from .output.folder import partial_path, public_name
 from .output.sink import SessionInfo, Sink
 from .segmenter import Event, EventSegmenter
 from .status import UNUSABLE, FrameStatus
@@ -182,12 +182,20 @@ class Session:
     frames and events in the order given; ``live``: the summary document is written as the
     session goes (``summary_path``) and capped, the events appended to ``events.jsonl``;
     ``summary_extra()`` gives the front end's own facts for it (a dict).
+
+    A run's results are whole or not written: a sink's failure to write ends it. A live
+    session skips what it cannot write (a full disk, a folder gone) and watches on: a sink
+    whose writing fails drops what it had half written and rests until the next event, and
+    ``report(line)`` says so once for each kind of failure.
     """
 
     def __init__(self, run, segmenter: EventSegmenter, *, scores_path: Path | None = None,
                  sinks: list[Sink] = (), live: bool = False, summary_path: Path | None = None,
-                 summary_extra=None):
+                 summary_extra=None, report=None):
         self.run, self.segmenter, self.sinks, self.live = run, segmenter, list(sinks), live
+        self._report = report or (lambda line: None)
+        self._resting: set[int] = set()        # sinks (by id) skipped until the next event
+        self._reported: set[str] = set()       # failures said already
         self.summary_path, self.summary_extra = summary_path, summary_extra
         limit = LIVE_SUMMARY_LIMIT if live else None
         self.writer = None if scores_path is None else ScoresWriter(scores_path)
@@ -211,8 +219,7 @@ class Session:
                                 source.height, run.settings.threshold, run.settings)
 
     def start(self) -> None:
-        for sink in self.sinks:
-            sink.on_start(self.info)
+        self._tell("on_start", self.info)
 
     def add(self, frame, vector: np.ndarray | None, score) -> None:
         """One scored frame, in order."""
@@ -232,21 +239,20 @@ class Session:
         """The source's state changed (connected, lost, back, stalled, finished)."""
         if status in ("lost", "back"):
             self.source_events.append({"type": f"source_{status}", **detail})
-        for sink in self.sinks:
-            sink.on_status(status, detail)
+        self._tell("on_status", status, detail)
 
     def finish(self) -> None:
         """Decide every frame still pending and complete the open events (and, live, write
         the final summary document)."""
         self._decided(self.segmenter.finish())
         if self.writer is not None:
-            self.writer.flush()
+            self._guarded(self.writer.path, self.writer.flush)
         if self.live and self.summary_path is not None:
-            self.write_summary()
+            self._guarded(self.summary_path, self.write_summary)
 
     def flush(self) -> None:
         if self.writer is not None:
-            self.writer.flush()
+            self._guarded(self.writer.path, self.writer.flush)
 
     def close(self, failed: bool = False) -> None:
         """Close the sinks (discarding what they wrote, for those that can, when the
@@ -256,13 +262,15 @@ class Session:
                 discard = getattr(sink, "discard", None)
                 if failed and discard is not None:
                     discard()
+                elif id(sink) in self._resting and discard is not None:
+                    self._guarded(None, discard)
                 else:
-                    sink.close()
+                    self._guarded(None, sink.close)
         finally:
             if self.writer is not None:
-                self.writer.close()
+                self._guarded(self.writer.path, self.writer.close)
             if self._log is not None:
-                self._log.close()
+                self._guarded(self.summary_path.with_name(EVENTS_LOG), self._log.close)
 
     # -- deciding frames ---------------------------------------------------------------------
     def _decided(self, decisions) -> None:
@@ -274,38 +282,81 @@ class Session:
             while completed and completed[0].end_frame < frame.index:
                 self._event_done(completed.popleft())
             if self.writer is not None:
-                self.writer.write(score, decision.flagged, decision.event_number)
+                self._guarded(self.writer.path, self.writer.write, score, decision.flagged,
+                              decision.event_number)
             number = decision.event_number if decision.flagged else None
             if number is not None:
                 self._event_frame(number, score)
-            for sink in self.sinks:
-                sink.on_frame(frame, score, number)
+            self._tell("on_frame", frame, score, number)
         for event in completed:
             self._event_done(event)
 
     def _event_frame(self, number: int, score) -> None:
         if self._open is None or self._open.number != number:
             self._open = self.segmenter.open_event(number)
-            for sink in self.sinks:
-                sink.on_event_start(self._open)
+            self._resting.clear()              # a new event: every sink tries again
+            self._tell("on_event_start", self._open)
         elif score.score > self._open.peak_score:
             self._open = self.segmenter.open_event(number) or self._open
-            for sink in self.sinks:
-                sink.on_event_update(self._open)
+            self._tell("on_event_update", self._open)
 
     def _event_done(self, event: Event) -> None:
         if self._open is not None and self._open.number == event.number:
             self._open = None
         files: dict[str, str] = {}
-        for sink in self.sinks:
-            sink.on_event_end(event, files)
+        self._tell("on_event_end", event, files)
         self.events.append(event)
         self.events_completed += 1
         if self._log is not None:
-            self._log.write(json.dumps({**event.to_dict(), **files}) + "\n")
-            self._log.flush()
+            self._guarded(self.summary_path.with_name(EVENTS_LOG), self._append_log,
+                          json.dumps({**event.to_dict(), **files}) + "\n")
         if self.live and self.summary_path is not None:
-            self.write_summary()
+            self._guarded(self.summary_path, self.write_summary)
+
+    # -- failures to write -------------------------------------------------------------------
+    def _tell(self, method: str, *args) -> None:
+        """Call ``method`` of every sink (live: of every sink not resting)."""
+        for sink in self.sinks:
+            if id(sink) in self._resting:
+                continue
+            try:
+                getattr(sink, method)(*args)
+            except OSError as error:
+                if not self.live:
+                    raise                      # a run's results are whole or not written
+                self._resting.add(id(sink))
+                discard = getattr(sink, "discard", None)
+                if discard is not None:
+                    try:
+                        discard()              # what it had half written goes
+                    except OSError:
+                        pass
+                if error.filename is None and getattr(sink, "folder", None) is not None:
+                    error.filename = str(sink.folder)   # where it was writing
+                self._failed(error)
+
+    def _guarded(self, path, write, *args) -> None:
+        """One of the session's own writes; live, a failure is said once and skipped."""
+        try:
+            write(*args)
+        except OSError as error:
+            if not self.live:
+                raise
+            if error.filename is None:
+                error.filename = str(path)
+            self._failed(error)
+
+    def _append_log(self, line: str) -> None:
+        self._log.write(line)
+        self._log.flush()
+
+    def _failed(self, error: OSError) -> None:
+        reason = error.strerror or type(error).__name__
+        where = public_name(os.fsdecode(error.filename)) if error.filename else "the results"
+        if reason not in self._reported:
+            self._reported.add(reason)
+            self._report(f"cannot write '{where}': {reason}; watching on, without what "
+                         f"cannot be written")
 
     # -- what the session found --------------------------------------------------------------
     def source_record(self) -> dict:

@@ -44,9 +44,16 @@ def partial_path(target: str | os.PathLike) -> Path:
 def write_text_atomically(path: str | os.PathLike, text: str, errors: str = "strict") -> None:
     """Write ``text`` (UTF-8) to a temporary name beside ``path``, then rename it into place:
     a reader, or a crash, never sees half a file."""
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8",
+                                                                  errors=errors))
+
+
+def write_atomically(path: str | os.PathLike, write) -> None:
+    """``write(temporary)`` writes the file at a temporary name beside ``path``; it is then
+    renamed into place, or, if writing fails (a full disk), removed: never half a file."""
     temporary = partial_path(path)
     try:
-        temporary.write_text(text, encoding="utf-8", errors=errors)
+        write(temporary)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..status import BLANK, CORRUPT, FROZEN, WARMUP
+from .folder import write_atomically
 
 EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"
@@ -121,4 +122,5 @@ def _runs(frames: np.ndarray, mask: np.ndarray, bridged: np.ndarray
 
 def write_residual_plot(path: str | os.PathLike, scores: dict[str, np.ndarray],
                         events: list[dict], **kwargs) -> None:
-    residual_figure(scores, events, **kwargs).savefig(path, dpi=110, format="png")
+    figure = residual_figure(scores, events, **kwargs)
+    write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=110, format="png"))

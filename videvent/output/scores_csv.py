@@ -18,6 +18,7 @@ class ScoresWriter:
     """Append frame rows to a CSV file with a header."""
 
     def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
         self._file = open(path, "w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file)
         self._writer.writerow(SCORE_COLUMNS)

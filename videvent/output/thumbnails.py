@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from .annotate import changed_regions, draw_boxes, heat_overlay
+from .folder import write_atomically
 from .sink import Sink
 
 THUMBNAIL_WIDTH = 320
@@ -37,7 +38,7 @@ def write_thumbnail(path: Path, image: np.ndarray, score, box_level: float,
     if not encoded:
         raise ValueError(f"cannot encode the thumbnail {path}")
     # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
-    Path(path).write_bytes(jpeg.tobytes())
+    write_atomically(path, lambda temporary: temporary.write_bytes(jpeg.tobytes()))
 
 
 class ThumbnailSink(Sink):
