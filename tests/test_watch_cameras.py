@@ -12,6 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
+
 from conftest import ROOT, sample
 from test_watch import at_the_persons_entry, server  # noqa: F401
 from test_watch_dashboard import ServedWatch
@@ -140,3 +142,27 @@ source = "http://127.0.0.1:{dead.getsockname()[1]}/"
                 assert len(rows) - 1 == events["frames_read"] - events["session"]["dropped_frames"]
     finally:
         dead.close()
+
+
+@pytest.mark.parametrize("how", ["environment", "file"])
+def test_a_token_given_out_of_sight_is_asked_for_and_never_printed(tmp_path, server,
+                                                                  monkeypatch, how):
+    token = "given-out-of-sight-0123456789"
+    extra = []
+    if how == "environment":
+        monkeypatch.setenv("VIDEVENT_SERVE_TOKEN", token)
+    else:
+        (tmp_path / "token").write_text(token + "\n")
+        extra = ["--serve-token-file", str(tmp_path / "token")]
+    watch = ServedWatch([server().url], tmp_path / "live", "--serve", "0.0.0.0:0",
+                        "--max-reconnects", "20", *extra)
+    try:
+        url = watch.dashboard_url()
+        assert "token" not in url.split("/", 3)[-1]            # the address alone is printed
+        base = f"http://127.0.0.1:{url.split('/')[2].rsplit(':', 1)[1]}/"
+        assert status_of(base + "api/cameras") == 401
+        assert status_of(base + "api/cameras", {"Authorization": f"Bearer {token}"}) == 200
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+    assert watch.finish() == 0
+    assert token not in "\n".join(watch.stderr_lines) + json.dumps(watch.alerts)

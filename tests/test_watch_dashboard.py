@@ -15,7 +15,7 @@ from test_dashboard import (PICTURE, WAIT_MS, assert_lost_while_the_other_update
                             browser, card)
 from test_watch import Watch, server  # noqa: F401
 
-URL_LINE = re.compile(r"^dashboard: (http://\S+)$")
+URL_LINE = re.compile(r"^dashboard: (http://\S+)")
 
 
 class ServedWatch(Watch):

@@ -223,7 +223,10 @@ WATCH_SPECS: dict[str, Spec] = {
                   metavar="[HOST:]PORT"),
     "serve_token": Spec("text", "Token the dashboard asks of every request; generated and "
                         "printed when --serve binds an address other than loopback without "
-                        "one.", optional=True, metavar="TOKEN"),
+                        "one. Kept out of ps and logs: --serve-token-file, or "
+                        "VIDEVENT_SERVE_TOKEN.", optional=True, metavar="TOKEN"),
+    "serve_token_file": Spec("text", "Read the dashboard's token from this file (its first "
+                             "line).", optional=True, metavar="FILE"),
     "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker "
                  "(port 1883 by default; mqtts:// for TLS, port 8883); a password not given "
                  "here is read from VIDEVENT_MQTT_PASSWORD.", optional=True,

@@ -252,7 +252,8 @@ def _serve_address(value: str) -> tuple[str, int]:
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
           show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
           on_event: str | None, webhook: str | None, serve: str | None,
-          serve_token: str | None, mqtt: str | None, mqtt_prefix: str, **options) -> None:
+          serve_token: str | None, serve_token_file: str | None, mqtt: str | None,
+          mqtt_prefix: str, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -294,7 +295,8 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     dashboard = publisher = None
     if served_at is not None:
         from ..dashboard import Dashboard
-        dashboard = Dashboard(*served_at, token=serve_token,
+        dashboard = Dashboard(*served_at, token=_dashboard_token(serve_token,
+                                                                 serve_token_file),
                               region_file=region_files[0] if len(cameras) == 1 and region_files
                               else None)
     if broker is not None:
@@ -344,6 +346,37 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         raise problem
 
 
+TOKEN_VARIABLE = "VIDEVENT_SERVE_TOKEN"
+
+
+def _dashboard_token(given: str | None, path: str | None) -> str | None:
+    """The dashboard's token: --serve-token, else the first line of --serve-token-file, else
+    VIDEVENT_SERVE_TOKEN (the last two keep it out of ``ps``); None: generated if needed."""
+    if given:
+        return given
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                token = handle.readline().strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise click.BadParameter(f"cannot read '{path}': "
+                                     f"{getattr(error, 'strerror', None) or error}",
+                                     param_hint="'--serve-token-file'") from None
+        if not token:
+            raise click.BadParameter(f"'{path}' holds no token on its first line",
+                                     param_hint="'--serve-token-file'")
+        return token
+    return os.environ.get(TOKEN_VARIABLE) or None
+
+
+def _shown(dashboard, url: str) -> str:
+    """The address as printed: with a generated token (the only way to learn it); without
+    one the user gave (stderr goes to logs)."""
+    if dashboard.token is not None and not dashboard.token_generated:
+        return url.split("?")[0] + " (it asks for the token given)"
+    return url
+
+
 def _serve(dashboard) -> str:
     """Start the dashboard, before anything is written; its address (with its token, when
     one applies) is printed once the cameras are open."""
@@ -384,7 +417,7 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
     except ValueError as error:
         raise bad_input(error) from None
     if url is not None:
-        click.echo(f"dashboard: {url}", err=True)
+        click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: monitor.stop())
     summary = monitor.run()
@@ -409,7 +442,7 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: stopping.set())
     if dashboard is not None:
-        click.echo(f"dashboard: {_serve(dashboard)}", err=True)
+        click.echo(f"dashboard: {_shown(dashboard, _serve(dashboard))}", err=True)
     watches = watch_cameras(
         cameras, out_dir, monitor_options, sinks_of,
         lambda line: click.echo(f"videvent: {line}", err=True))
