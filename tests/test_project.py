@@ -91,3 +91,74 @@ def test_the_version_is_declared_once():
     result = subprocess.run([sys.executable, "-m", "videvent", "--version"],
                             capture_output=True, text=True, timeout=60)
     assert __version__ in result.stdout
+
+
+# The layers, lowest first: a module may import from its own layer and those below, never from
+# one above (the data flows source -> preprocess -> detector -> segmenter -> sinks, and the
+# front ends sit on top).
+LAYERS = (
+    ("videvent._version", "videvent.choices", "videvent.status", "videvent.timecode",
+     "videvent.atomic"),
+    ("videvent.rpca",),
+    ("videvent.regions", "videvent.sources", "videvent.segmenter", "videvent.synthetic"),
+    ("videvent.preprocess", "videvent.settings", "videvent.detectors", "videvent.output"),
+    ("videvent.session", "videvent.reader"),
+    ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
+     "videvent.batch", "videvent.alerts", "videvent.dashboard"),
+    ("videvent._cli", "videvent.__main__", "videvent"),
+)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module of the package and the package modules it imports when it is loaded (at
+    its top level; the parents of a module imported run first too)."""
+    import ast
+
+    files = {}
+    for path in (ROOT / "videvent").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").split(".")[0] == "videvent":
+                target = node.module
+            else:
+                continue                                 # another package's
+            for alias in node.names:
+                module = f"{target}.{alias.name}"
+                module = module if module in files else target
+                parts = module.split(".")
+                found |= {".".join(parts[:i]) for i in range(2, len(parts) + 1)} & set(files)
+        graph[name] = found - {name} - {p for p in found if name.startswith(p + ".")}
+    return graph
+
+
+def layer_of(module: str) -> int:
+    for number, members in enumerate(LAYERS):
+        if any(module == member or module.startswith(member + ".") for member in members):
+            return number
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def test_the_import_graph_goes_one_way_with_no_circle():
+    graph = module_imports()
+    upward = [(module, imported) for module, imports in graph.items() for imported in imports
+              if layer_of(imported) > layer_of(module)]
+    assert upward == []
+    # No circle: a topological order exists.
+    remaining = {module: set(imports) for module, imports in graph.items()}
+    while remaining:
+        free = [module for module, imports in remaining.items() if not imports]
+        assert free, f"import circle among {sorted(remaining)}"
+        for module in free:
+            del remaining[module]
+        for imports in remaining.values():
+            imports.difference_update(free)

@@ -41,7 +41,8 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events
-from .output.folder import completion, made_by_videvent, remove_stale, write_text_atomically
+from .atomic import write_text_atomically
+from .output.folder import completion, made_by_videvent, remove_stale
 from .output.report import html_page
 from .pipeline import detect, frame_range, prepare, write_results
 from .settings import Settings

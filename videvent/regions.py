@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import cv2
 import numpy as np
 
-from .output.folder import write_text_atomically
+from .atomic import write_text_atomically
 
 Point = tuple[int, int]
 Polygon = tuple[Point, ...]

@@ -25,7 +25,8 @@ import numpy as np
 from ._version import __version__
 from .output import ScoresWriter, write_events
 from .output.events_json import read_events
-from .output.folder import partial_path, public_name
+from .atomic import partial_path
+from .output.folder import public_name
 from .output.sink import SessionInfo, Sink
 from .segmenter import Event, EventSegmenter
 from .status import UNUSABLE, FrameStatus

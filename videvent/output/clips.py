@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from .annotate import Annotator
-from .folder import partial_path, write_text_atomically
+from ..atomic import partial_path, write_text_atomically
 from .sink import Sink
 from .video import VideoWriter
 

@@ -35,31 +35,6 @@ _MARKER_TEXT = "This folder was made by videvent; a new run into it replaces its
 _PARTIAL = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?P<tag>-[A-Za-z0-9_]+)?\.partial$")
 
 
-def partial_path(target: str | os.PathLike) -> Path:
-    """Where to write ``target`` until it is complete (then ``os.replace`` it into place)."""
-    target = Path(target)
-    return target.with_name(f".{target.name}.{os.getpid()}.partial")
-
-
-def write_text_atomically(path: str | os.PathLike, text: str, errors: str = "strict") -> None:
-    """Write ``text`` (UTF-8) to a temporary name beside ``path``, then rename it into place:
-    a reader, or a crash, never sees half a file."""
-    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8",
-                                                                  errors=errors))
-
-
-def write_atomically(path: str | os.PathLike, write) -> None:
-    """``write(temporary)`` writes the file at a temporary name beside ``path``; it is then
-    renamed into place, or, if writing fails (a full disk), removed: never half a file."""
-    temporary = partial_path(path)
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def public_name(path: str | os.PathLike) -> str:
     """``path`` with each temporary component named as what it becomes: the user never saw
     ``.clip.videvent.123-ab.partial/.annotated.mp4.123.partial``, only ``clip.videvent/annotated.mp4``."""

@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..status import BLANK, CORRUPT, FROZEN, WARMUP
-from .folder import write_atomically
+from ..atomic import write_atomically
 
 EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..timecode import format_timecode
 from .events_json import read_events
-from .folder import write_text_atomically
+from ..atomic import write_text_atomically
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 
 from .annotate import changed_regions, draw_boxes, heat_overlay
-from .folder import write_atomically
+from ..atomic import write_atomically
 from .sink import Sink
 
 THUMBNAIL_WIDTH = 320

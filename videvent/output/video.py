@@ -13,7 +13,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from .folder import partial_path
+from ..atomic import partial_path
 
 # Quick to encode, and playable while it downloads.
 X264_OPTIONS = {"preset": "veryfast", "movflags": "+faststart"}
