@@ -21,7 +21,7 @@ import cv2
 
 from ..output.annotate import Annotator
 from ..output.clips import bgr_picture
-from ..session import Sink
+from ..output.sink import Sink
 
 PICTURES_PER_S = 10
 IDLE_PICTURES_PER_S = 1         # with no page watching: the snapshot and event pictures only
