@@ -434,3 +434,40 @@ def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
         dashboard.stop()
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "Error" not in captured.err, captured.err
+
+
+def test_the_dashboard_over_https_with_a_certificate_and_its_key(tmp_path):
+    """--serve-cert/--serve-key: the page is served over TLS, and only over TLS; a
+    certificate that cannot be loaded, or one of the two alone, is a one-line usage error."""
+    import ssl
+    import subprocess
+    import sys
+
+    certificate, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(certificate)], check=True,
+                   capture_output=True)
+    dashboard = Dashboard(tls=(certificate, key))
+    dashboard.add_camera("gate")
+    url = dashboard.start()
+    try:
+        assert url.startswith("https://127.0.0.1:")
+        trusted = ssl.create_default_context(cafile=str(certificate))
+        with urllib.request.urlopen(url + "api/cameras", context=trusted, timeout=10) as answer:
+            assert answer.status == 200 and b'"gate"' in answer.read()
+        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+            urllib.request.urlopen(url.replace("https://", "http://") + "api/cameras",
+                                   timeout=10).read()
+    finally:
+        dashboard.stop()
+    with pytest.raises(ValueError, match="cannot load the dashboard's certificate"):
+        Dashboard(tls=(key, key))
+    for options, message in ((["--serve-cert", str(certificate)], "go together"),
+                             (["--serve-cert", str(key), "--serve-key", str(key)],
+                              "cannot load")):
+        result = subprocess.run([sys.executable, "-m", "videvent", "watch", str(sample("walker")[0]),
+                                 "--serve", "127.0.0.1:0", "-d", str(tmp_path / "out"), "-q",
+                                 *options], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and message in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

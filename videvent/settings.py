@@ -227,6 +227,10 @@ WATCH_SPECS: dict[str, Spec] = {
                         "VIDEVENT_SERVE_TOKEN.", optional=True, metavar="TOKEN"),
     "serve_token_file": Spec("text", "Read the dashboard's token from this file (its first "
                              "line).", optional=True, metavar="FILE"),
+    "serve_cert": Spec("text", "Serve the dashboard over HTTPS with this certificate chain "
+                       "(PEM; with --serve-key).", optional=True, metavar="FILE"),
+    "serve_key": Spec("text", "The private key of --serve-cert (PEM).", optional=True,
+                      metavar="FILE"),
     "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker "
                  "(port 1883 by default; mqtts:// for TLS, port 8883); a password not given "
                  "here is read from VIDEVENT_MQTT_PASSWORD.", optional=True,

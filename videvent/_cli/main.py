@@ -252,8 +252,8 @@ def _serve_address(value: str) -> tuple[str, int]:
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
           show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
           on_event: str | None, webhook: str | None, serve: str | None,
-          serve_token: str | None, serve_token_file: str | None, mqtt: str | None,
-          mqtt_prefix: str, **options) -> None:
+          serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
+          serve_key: str | None, mqtt: str | None, mqtt_prefix: str, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -295,10 +295,16 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     dashboard = publisher = None
     if served_at is not None:
         from ..dashboard import Dashboard
-        dashboard = Dashboard(*served_at, token=_dashboard_token(serve_token,
-                                                                 serve_token_file),
-                              region_file=region_files[0] if len(cameras) == 1 and region_files
-                              else None)
+        if (serve_cert is None) != (serve_key is None):
+            raise click.UsageError("--serve-cert and --serve-key go together")
+        try:
+            dashboard = Dashboard(*served_at, token=_dashboard_token(serve_token,
+                                                                     serve_token_file),
+                                  region_file=region_files[0] if len(cameras) == 1
+                                  and region_files else None,
+                                  tls=None if serve_cert is None else (serve_cert, serve_key))
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="'--serve-cert'") from None
     if broker is not None:
         from ..output.mqtt import MqttPublisher
 

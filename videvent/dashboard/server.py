@@ -33,6 +33,7 @@ import ipaddress
 import json
 import secrets
 import socket
+import ssl
 import sys
 import threading
 from collections import deque
@@ -95,8 +96,21 @@ class Dashboard:
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 region_file: str | Path | None = None):
+                 region_file: str | Path | None = None,
+                 tls: tuple[str | Path, str | Path] | None = None):
+        """``tls``: (certificate chain, private key) files, PEM: served over HTTPS.
+        ValueError (one line) if they cannot be loaded."""
         self.host, self.port = host, port
+        self._tls = None
+        if tls is not None:
+            certificate, key = tls
+            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            try:
+                self._tls.load_cert_chain(certificate, key)
+            except (OSError, ssl.SSLError) as error:
+                raise ValueError(f"cannot load the dashboard's certificate '{certificate}' and "
+                                 f"key '{key}': {getattr(error, 'strerror', None) or error}"
+                                 ) from None
         self.token_generated = not token and not is_loopback(host)
         self.token = secrets.token_urlsafe(24) if self.token_generated else (token or None)
         self.region_file = None if region_file is None else Path(region_file)
@@ -150,7 +164,9 @@ class Dashboard:
         # Bound to every address, the address another machine can use: this one's name.
         host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
         shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        scheme = "https" if self._tls is not None else "http"
+        self.url = (f"{scheme}://{shown}:{self.port}/"
+                    + (f"?token={self.token}" if self.token else ""))
         return self.url
 
     def stop(self) -> None:
@@ -186,7 +202,7 @@ class Dashboard:
         self._runner = self.limits.runner(app, handle_signals=False, access_log=None,
                                           shutdown_timeout=SHUTDOWN_S)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._tls)
         try:
             await site.start()
         except BaseException:
