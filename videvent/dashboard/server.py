@@ -21,9 +21,10 @@ Access: on a loopback address without a token, only requests naming a loopback h
 served (a web page elsewhere cannot reach the dashboard by renaming itself, DNS rebinding).
 Bound to any other address, a token is required (one is generated when none is given; see
 `Dashboard.token`). It is checked on every request, streams included, and may be given as the
-``token`` query parameter (opening ``/?token=...`` also sets a cookie so the page's pictures,
-streams and clips carry it), the ``videvent_token_<port>`` cookie, or an
-``Authorization: Bearer <token>`` header. Missing: 401; wrong: 403.
+``token`` query parameter (the page opened with ``/?token=...`` puts it on every request it
+makes: no cookie, which would reach every service on the host) or an
+``Authorization: Bearer <token>`` header; the page's script and style (``/static/``) are
+served without it. Missing: 401; wrong: 403.
 """
 
 from __future__ import annotations
@@ -242,8 +243,10 @@ class Dashboard:
             if not is_loopback(request.url.host or ""):
                 return _refuse(403, "this dashboard answers only to a loopback host name")
             return await handler(request)
+        if request.path.startswith("/static/"):
+            return await handler(request)     # the page's script and style, the same anywhere
         header = request.headers.get("Authorization", "")
-        given = (request.query.get("token") or request.cookies.get(self._cookie)
+        given = (request.query.get("token")
                  or (header[7:] if header[:7].lower() == "bearer " else None))
         if not given:
             return _refuse(401, "a token is needed: open the address printed with it")
@@ -252,10 +255,6 @@ class Dashboard:
                                       self.token.encode()):
             return _refuse(403, "wrong token")
         return await handler(request)
-
-    @property
-    def _cookie(self) -> str:
-        return f"videvent_token_{self.port}"
 
     def _camera(self, request: web.Request) -> CameraState:
         digits = request.match_info["camera"]
@@ -268,10 +267,10 @@ class Dashboard:
     # -- pages and data --------------------------------------------------------------------
 
     async def _index(self, request: web.Request) -> web.Response:
-        response = web.Response(text=self._page, content_type="text/html")
-        if self.token is not None:
-            response.set_cookie(self._cookie, self.token, httponly=True, samesite="Strict")
-        return response
+        # No cookie: the page carries the token it was opened with in its own requests (a
+        # cookie would go to every service on this host, whatever its port).
+        return web.Response(text=self._page, content_type="text/html",
+                            headers={"Referrer-Policy": "no-referrer"})
 
     async def _list_cameras(self, request: web.Request) -> web.Response:
         return _json([camera.describe() for camera in self._cameras])

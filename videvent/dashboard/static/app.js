@@ -13,8 +13,19 @@ function fmt(value, digits) {
   return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
 }
 
+// The token the page was opened with (?token=...), carried by every request the page makes:
+// no cookie, which the browser would also send to every other service on this host.
+const TOKEN = new URLSearchParams(location.search).get("token");
+
+function authed(url) {
+  if (!TOKEN) return url;
+  const address = new URL(url, location.href);
+  address.searchParams.set("token", TOKEN);
+  return address.pathname + address.search;
+}
+
 async function getJSON(url) {
-  const response = await fetch(url, {cache: "no-store"});
+  const response = await fetch(authed(url), {cache: "no-store"});
   if (!response.ok) throw new Error(`${url}: ${response.status}`);
   return response.json();
 }
@@ -42,7 +53,7 @@ function addCamera(info) {
 }
 
 function openPicture(view) {
-  view.img.src = `/cameras/${view.info.index}/mjpeg?open=${Date.now()}`;
+  view.img.src = authed(`/cameras/${view.info.index}/mjpeg?open=${Date.now()}`);
 }
 
 function setStatus(view, status) {
@@ -185,7 +196,7 @@ function setupRegionEditor(view) {
   card.querySelector(".save-region").addEventListener("click", async () => {
     // The polygon being drawn is sent too: the server is the one judge of what is valid.
     const polygons = view.drawing.length ? [...view.polygons, view.drawing] : view.polygons;
-    const response = await fetch(`/cameras/${view.info.index}/region`, {
+    const response = await fetch(authed(`/cameras/${view.info.index}/region`), {
       method: "POST", headers: {"Content-Type": "application/json"},
       body: JSON.stringify({polygons})});
     const answer = await response.json();
@@ -220,13 +231,13 @@ function showEvent(event) {
     `${event.start_timecode} to ${event.end_timecode} · peak ${fmt(event.peak_score, 1)}`;
   const thumbnail = item.querySelector("img.thumbnail");
   if (event.thumbnail_url) {
-    thumbnail.src = `${event.thumbnail_url}?state=${event.open ? event.peak_frame : "final"}`;
+    thumbnail.src = authed(`${event.thumbnail_url}?state=${event.open ? event.peak_frame : "final"}`);
     thumbnail.hidden = false;
   }
   if (event.clip_url && !item.querySelector("video")) {
     const video = document.createElement("video");
     video.controls = true; video.muted = true; video.preload = "metadata";
-    video.src = event.clip_url;
+    video.src = authed(event.clip_url);
     item.appendChild(video);
   }
   document.getElementById("no-events").hidden = true;
@@ -253,7 +264,7 @@ function handle(message) {
 
 function follow() {
   const connection = document.getElementById("connection");
-  const stream = new EventSource("/api/stream");
+  const stream = new EventSource(authed("/api/stream"));
   stream.onopen = async () => {
     // Whatever happened before the stream was (re)opened.
     for (const info of await getJSON("/api/cameras")) sync(info);
