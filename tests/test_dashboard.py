@@ -290,6 +290,13 @@ def test_the_region_editor_saves_a_region_file_and_rejects_two_points(served, pa
     assert "at least 3 points" in message.text_content()
     assert (folder / "regions.txt").read_text().splitlines() == lines
 
+    # Still editing after the refusal: cleared and saved, the whole picture is watched again.
+    page.click(f"{card(0)} .clear-region")
+    page.click(f"{card(0)} .save-region")
+    page.wait_for_function(f"document.querySelector('{card(0)} .region-message')"
+                           f".textContent.startsWith('cleared')", timeout=WAIT_MS)
+    assert (folder / "regions.txt").read_text().splitlines() == ["# the porch"]
+
 
 def status_of(url: str, headers: dict | None = None) -> int:
     request = urllib.request.Request(url, headers=headers or {})

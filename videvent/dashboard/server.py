@@ -66,10 +66,11 @@ def is_loopback(host: str) -> bool:
 
 def posted_polygons(body, width: int, height: int) -> list:
     """The polygons of a region editor's POST (``{"polygons": [[[x, y], ...], ...]}``), each
-    checked against the camera's frame; RegionError naming the first problem."""
+    checked against the camera's frame; RegionError naming the first problem. An empty list
+    clears the region: the whole picture is watched."""
     polygons = body.get("polygons") if isinstance(body, dict) else None
-    if not isinstance(polygons, list) or not polygons:
-        raise RegionError("no polygon given")
+    if not isinstance(polygons, list):
+        raise RegionError("no polygon list given")
     checked = [parse_polygon(polygon if isinstance(polygon, list) else [], f"polygon {number}")
                for number, polygon in enumerate(polygons, start=1)]
     for number, polygon in enumerate(checked, start=1):

@@ -203,7 +203,9 @@ function setupRegionEditor(view) {
     if (!response.ok) { regionMessage(view, answer.error, true); return; }
     view.polygons = answer.polygons; view.drawing = [];
     drawRegions(view); editing(false);
-    regionMessage(view, `saved ${answer.polygons.length} polygon(s)`);
+    regionMessage(view, answer.polygons.length
+      ? `saved ${answer.polygons.length} polygon(s); watched from the next session`
+      : "cleared: the next session watches the whole picture");
   });
 }
 
