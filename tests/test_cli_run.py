@@ -413,10 +413,30 @@ def test_a_video_too_short_to_score_says_so_instead_of_0_events(tmp_path, count)
     clip = _write(tmp_path / "short.mp4", _walker_frames(count))
     result = run_cli("run", clip, "-d", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"{count} frame{'s' if count > 1 else ''} read, none could "
-                                    f"be scored"), result.stdout
+    found = json.loads((tmp_path / "out" / "events.json").read_text())["events"]
+    if found:     # the start's reference judged the frames: what it found is said (below)
+        assert result.stdout.startswith(f"{count} frames scanned (0 scored), "), result.stdout
+    else:
+        assert result.stdout.startswith(f"{count} frame{'s' if count > 1 else ''} read, none "
+                                        f"could be scored"), result.stdout
     assert "0 events" not in result.stdout
     assert f", {count} frame" in result.stderr  # the header
+
+
+def test_a_short_video_judged_against_itself_says_what_it_found_not_that_nothing_was_scored(
+        tmp_path):
+    """Ten frames, all in the warm-up, judged against frames from the whole file (the start's
+    reference): when that finds an event, the summary says so, and never also that no frame
+    could be scored."""
+    clip = tmp_path / "ten.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-ss", "11", "-i", str(sample("walker")[0]),
+                    "-frames:v", "10", str(clip)], check=True)
+    result = run_cli("run", clip, "-d", tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert result.returncode == 0 and document["events"], result.stdout
+    assert "none could be scored" not in result.stdout
+    assert result.stdout.startswith("10 frames scanned (0 scored), 1 event found.")
+    assert "also scored against frames from the whole file" in result.stdout
 
 
 def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_path):

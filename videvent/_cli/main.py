@@ -537,7 +537,7 @@ def _frames(count: int) -> str:
 def print_summary(result) -> None:
     events = result.events
     read, scored = result.frames_read, result.frames_scored
-    if scored == 0:
+    if scored == 0 and not events:
         # "0 events" would claim the video was looked at.
         click.echo(f"{_frames(read)} read, none could be scored: the detector was still "
                    f"learning the background (warm-up) or no frame had a usable picture; a "
@@ -550,7 +550,7 @@ def print_summary(result) -> None:
     judged = ("also scored against frames from the whole file"
               if result.source.get("start_reference_frames") else
               "scores there are damped, so only a clear event is seen")
-    for run_ in result.warmup if scored else ():
+    for run_ in result.warmup if scored or events else ():
         click.echo(f"Warm-up (learning the background): frames "
                    f"{run_.start_frame}-{run_.end_frame} "
                    f"({format_timecode(run_.start_time_s)}-"
