@@ -147,6 +147,7 @@ def test_events_are_reported_at_their_moment_in_the_stream(tmp_path, server):
     watch = Watch(server().url, tmp_path / "live", "--max-reconnects", "0")
     watch.wait_for("session_start", 30)
     start = watch.wait_for("start", 30, event=1)
+    assert not (tmp_path / "live" / ".videvent-complete").exists()   # not while it watches
     # The right moment of the stream (ffmpeg starts it when the client connects): the frame
     # the person appears in. How soon after it the alert comes is a latency, measured in
     # the session's summary (and by benchmarks/), never asserted on these noisy machines.
@@ -253,6 +254,8 @@ def test_a_duration_or_a_frame_limit_ends_a_live_watch_cleanly(tmp_path, server,
     # as dropped.
     scored = len(read_scores(out / "scores.csv")["frame"])
     assert events["frames_read"] == frames == scored + events["session"]["dropped_frames"]
+    # Complete once it stopped, as a run's folder is: the marker written last says so.
+    assert json.loads((out / ".videvent-complete").read_text())["frames_read"] == frames
     assert events["source_events"] == [] and events["session"]["reconnects"] == 0
 
 

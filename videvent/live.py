@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from .alerts import AlertSink, AlertSinks
 from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
-from .output.folder import COMPLETE, check_destination, mark, remove_stale
+from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .pipeline import prepare, seed_detector
@@ -294,6 +294,10 @@ class LiveMonitor:
         try:
             write_plot(self.out_dir)
             write_report(self.out_dir)
+            # Last, as a run's: the folder holds all the session wrote (batch, export and a
+            # reader trust nothing else).
+            mark_complete(self.out_dir, {"frames_read": self.summary.frames,
+                                         "events": self.summary.events, "live": True})
         except OSError as error:       # the session's own files are written: say it, end well
             print(f"videvent: warning: cannot write the report in '{self.out_dir}': "
                   f"{error.strerror or error}", file=sys.stderr, flush=True)
