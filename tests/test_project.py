@@ -162,3 +162,14 @@ def test_the_import_graph_goes_one_way_with_no_circle():
             del remaining[module]
         for imports in remaining.values():
             imports.difference_update(free)
+
+
+def test_every_front_end_opens_its_source_in_one_place():
+    """``pipeline.open_for`` reads the settings that say how a source is opened (colour,
+    decoder, an image sequence's rate): a setting added there serves run, batch, watch and
+    export alike."""
+    calls = [f"{path.relative_to(ROOT)}:{number}"
+             for path in (ROOT / "videvent").rglob("*.py") if "sources" not in path.parts
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if "open_source(" in line and "def open_source" not in line]
+    assert calls == ["videvent/pipeline.py:" + calls[0].rsplit(":", 1)[1]] and len(calls) == 1

@@ -44,9 +44,9 @@ from .output import read_events
 from .atomic import write_text_atomically
 from .output.folder import completion, made_by_videvent, remove_stale
 from .output.report import html_page
-from .pipeline import detect, frame_range, prepare, write_results
+from .pipeline import detect, frame_range, open_for, prepare, write_results
 from .settings import Settings
-from .sources import Frame, open_source
+from .sources import Frame
 from .sources.images import IMAGE_EXTENSIONS
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".avi", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
@@ -162,8 +162,7 @@ def check_settings(videos: list[Video], settings: Settings) -> None:
     one failure per video. A video that cannot be opened is left to its own outcome."""
     for video in videos:
         try:
-            source = open_source(video.spec, colour=settings.colour, backend=settings.backend,
-                                 fps=settings.fps)
+            source = open_for(video.spec, settings)
         except ValueError:
             continue
         with source:
@@ -220,8 +219,7 @@ def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> 
     """
     from .pipeline import prepare_pass
 
-    with open_source(spec, colour=settings.colour, backend=settings.backend,
-                     fps=settings.fps) as source:
+    with open_for(spec, settings) as source:
         preprocess = prepare_pass(source, settings).preprocess
         indices, times, vectors, missing = [], [], [], []
         for frame in source.frames(start, end):
@@ -249,9 +247,7 @@ def score_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
 
     try:
         # worker_client: this task waits on others, so it gives up its worker slot meanwhile.
-        with worker_client() as client, open_source(
-                video.spec, colour=settings.colour, backend=settings.backend,
-                fps=settings.fps) as source:
+        with worker_client() as client, open_for(video.spec, settings) as source:
             decoded = _decoded_chunks(client, video.spec, settings, ranges, lookahead)
             result = write_results(source, settings, Path(out_dir), plot=plot,
                                    decoded=decoded)
@@ -310,8 +306,7 @@ def chunk_ranges(video: Video, settings: Settings,
     """The time chunks of a video's range to scan; none when it is short enough for one task
     (or its length cannot be known: the task that scans it reports why)."""
     try:
-        with open_source(video.spec, colour=settings.colour, backend=settings.backend,
-                         fps=settings.fps) as source:
+        with open_for(video.spec, settings) as source:
             start, end = frame_range(settings, source.fps)
             count, chunk_frames = source.frame_count, max(1, round(chunk_seconds * source.fps))
     except Exception:  # noqa: BLE001

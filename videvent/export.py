@@ -23,11 +23,10 @@ from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, CLIPS_NAME, REGIONS_NA
                            AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import remove_stale
 from .output.names import check_clip_template, check_video_path
-from .pipeline import prepare_pass, score_frames
+from .pipeline import open_for, prepare_pass, score_frames
 from .segmenter import Event
 from .session import fingerprint
 from .settings import Settings
-from .sources import open_source
 
 __all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_TEMPLATE", "REGIONS_NAME",
            "check_clip_template", "check_video_path", "export"]
@@ -67,8 +66,7 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     events = [Event.from_dict(record) for record in document["events"]]
     flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     clip_folder = Path(clips_dir) if clips_dir is not None else folder
-    with open_source(uri, colour=settings.colour, backend=settings.backend, fps=settings.fps,
-                     keep_colour=True) as source:
+    with open_for(uri, settings, keep_colour=True) as source:
         run = prepare_pass(source, settings)
         sinks = []
         if video:

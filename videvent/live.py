@@ -28,11 +28,11 @@ from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
-from .pipeline import prepare, seed_detector
+from .pipeline import open_for, prepare, seed_detector
 from .reader import ReadAhead
 from .session import Session
 from .settings import Settings
-from .sources import Frame, SourceError, open_source
+from .sources import Frame, SourceError
 from .timecode import format_timecode
 
 BUFFER_FRAMES = 64            # frames captured ahead of the detector, at most
@@ -158,9 +158,8 @@ class LiveMonitor:
         self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))
 
     def _open(self):
-        return open_source(self.spec, colour=self.settings.colour, backend=self.settings.backend,
-                           fps=self.settings.fps,
-                           keep_colour=self.clips or self.show or self.colour_pictures)
+        return open_for(self.spec, self.settings,
+                        keep_colour=self.clips or self.show or self.colour_pictures)
 
     def stop(self) -> None:
         self._stop.set()

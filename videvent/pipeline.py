@@ -75,6 +75,14 @@ def seed_detector(run: "Pass", *others: SubspaceWindowDetector) -> int:
     return used[0]
 
 
+def open_for(spec: str | os.PathLike | int, settings: Settings, *,
+             keep_colour: bool = False) -> FrameSource:
+    """``spec`` opened as ``settings`` read it (colour, decoder, an image sequence's rate):
+    the one place every front end opens its source."""
+    return open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
+                       keep_colour=keep_colour)
+
+
 def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
     return EventSegmenter(
         settings.threshold, settings.threshold_low,
@@ -309,8 +317,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
                          "result folder: give out_dir")
     check_outputs(spec, out_dir, export_video, clips, clip_template)
     destination = None if out_dir is None else check_destination(out_dir)
-    with open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
-                     keep_colour=bool(export_video or clips)) as source:
+    with open_for(spec, settings, keep_colour=bool(export_video or clips)) as source:
         if on_start is not None:
             source_regions(settings, source)   # said before the scan is announced
             on_start(source)
