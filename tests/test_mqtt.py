@@ -350,6 +350,8 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
         wrong = watch(f"ha:WrongPw@127.0.0.1:{broker.port}")
         assert wrong.returncode == 0
         assert f"MQTT broker 127.0.0.1:{broker.port}: refused the connection" in wrong.stderr
+        # Its events never reached the broker, and the watch says how many, once it ends.
+        assert "event messages never reached the broker" in wrong.stderr
     finally:
         if subscriber is not None:
             subscriber.close()

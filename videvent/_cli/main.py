@@ -334,10 +334,13 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
             dashboard.stop()
         if publisher is not None:
             publisher.close()
-            if publisher.dropped:
-                click.echo(f"videvent: warning: MQTT: {publisher.dropped} event message"
-                           f"{'' if publisher.dropped == 1 else 's'} could not be kept while "
-                           f"the broker was away", err=True)
+            lost = publisher.dropped + publisher.undelivered
+            if lost:
+                click.echo(f"videvent: warning: MQTT: {lost} event message"
+                           f"{'' if lost == 1 else 's'} never reached the broker "
+                           f"({publisher.dropped} past the queue's length, "
+                           f"{publisher.undelivered} still waiting when the watch ended)",
+                           err=True)
     if stuck:
         # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
         # it gives up after its timeout): the interpreter's exit would tear its thread down

@@ -156,6 +156,7 @@ class MqttPublisher:
         self._report = report or (lambda line: None)
         self._trouble: str | None = None              # what was last reported
         self.dropped = 0
+        self.undelivered = 0                      # at close: event messages never sent
         self._queue: collections.deque = collections.deque(maxlen=queue_length)
         self._latest: dict[str, tuple[Payload, bool]] = {}   # topic -> its value waiting
         self._retained: dict[str, Payload] = {}       # sent again after every reconnection
@@ -231,6 +232,8 @@ class MqttPublisher:
             self._last_sent.wait_for_publish(max(0.0, deadline - time.monotonic()))
         self._client.disconnect()
         self._client.loop_stop()
+        with self._wake:
+            self.undelivered = len(self._queue)    # event messages the broker never had
 
     # -- paho's thread -----------------------------------------------------------------------
     def _say(self, trouble: str | None) -> None:
