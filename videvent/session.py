@@ -25,7 +25,7 @@ import numpy as np
 from ._version import __version__
 from .output import ScoresWriter, write_events
 from .output.events_json import read_events
-from .atomic import partial_path
+from .atomic import write_atomically
 from .output.folder import public_name
 from .output.sink import SessionInfo, Sink
 from .segmenter import Event, EventSegmenter
@@ -42,8 +42,6 @@ FINGERPRINT_FRAMES = 8
 # absorptions, source changes); all of its events are in events.jsonl.
 LIVE_SUMMARY_LIMIT = 1000
 EVENTS_LOG = "events.jsonl"
-
-
 
 
 @dataclass
@@ -399,6 +397,5 @@ class Session:
         if self.live:
             document["source_events"] = list(self.source_events)
             document.update(self.summary_extra() if self.summary_extra else {})
-        temporary = partial_path(self.summary_path)
-        write_events(temporary, document)
-        os.replace(temporary, self.summary_path)
+        # Under a temporary name, renamed into place (removed if writing fails: a full disk).
+        write_atomically(self.summary_path, lambda temporary: write_events(temporary, document))
