@@ -1,10 +1,12 @@
 """MQTT (issue 14) against a real mosquitto started on 127.0.0.1: Frigate-style event JSON,
 retained status and snapshot, and a broker that dies and comes back while the sink never
-holds up its caller."""
+holds up its caller; what never reached the broker is counted in each session's
+events.json."""
 
 import getpass
 import os
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -29,6 +31,7 @@ from videvent.sources.base import Frame
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("/usr/sbin/mosquitto")
 needs_broker = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
 PATIENCE_S = 20.0          # deadline of every wait on the network (a liveness bound)
+LOST_KEY = "mqtt_undelivered_event_messages"      # in events.json, when MQTT was used
 
 
 class Broker:
@@ -333,25 +336,33 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
     clip = str(sample("walker")[0])
     broker = Broker(tmp_path, users={"ha": "S3cretPw"})
 
-    def watch(address, *extra, env=None):
+    def watch(address, *extra, env=None, out=None):
         return subprocess.run(
             [sys.executable, "-m", "videvent", "watch", clip, "-q", "--mqtt", address, *extra,
-             "-d", str(tmp_path / f"out{len(list(tmp_path.iterdir()))}")],
+             "-d", str(out or tmp_path / f"out{len(list(tmp_path.iterdir()))}")],
             capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
 
     subscriber = None
     try:
         broker.start()
         subscriber = Subscriber(broker.port, login=("ha", "S3cretPw"))
-        done = watch(f"ha@127.0.0.1:{broker.port}", env={"VIDEVENT_MQTT_PASSWORD": "S3cretPw"})
+        done = watch(f"ha@127.0.0.1:{broker.port}", env={"VIDEVENT_MQTT_PASSWORD": "S3cretPw"},
+                     out=tmp_path / "logged_in")
         assert done.returncode == 0, done.stderr
         assert "MQTT" not in done.stderr
         subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "end")
-        wrong = watch(f"ha:WrongPw@127.0.0.1:{broker.port}")
+        # Every event message reached the broker, and the session's events.json says so.
+        assert json.loads((tmp_path / "logged_in" / "events.json").read_text())[LOST_KEY] == 0
+        wrong = watch(f"ha:WrongPw@127.0.0.1:{broker.port}", out=tmp_path / "refused")
         assert wrong.returncode == 0
         assert f"MQTT broker 127.0.0.1:{broker.port}: refused the connection" in wrong.stderr
-        # Its events never reached the broker, and the watch says how many, once it ends.
-        assert "event messages never reached the broker" in wrong.stderr
+        # Its events never reached the broker, and the watch says how many, once it ends;
+        # the session's events.json records the same number.
+        said = re.search(r"MQTT: (\d+) event messages? never reached the broker", wrong.stderr)
+        assert said, wrong.stderr
+        lost = int(said.group(1))
+        assert lost >= 2                                 # at least the event's new and end
+        assert json.loads((tmp_path / "refused" / "events.json").read_text())[LOST_KEY] == lost
     finally:
         if subscriber is not None:
             subscriber.close()
@@ -366,3 +377,36 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
     for result in (wrong, away, bad):
         assert "S3cretPw" not in result.stderr + result.stdout
         assert "WrongPw" not in result.stderr + result.stdout
+
+
+def test_a_watch_without_mqtt_records_no_mqtt_count(tmp_path):
+    """The count of undelivered event messages is a fact of a watch that published."""
+    done = subprocess.run([sys.executable, "-m", "videvent", "watch",
+                           str(sample("walker")[0]), "-q", "--max-frames", "20",
+                           "-d", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert LOST_KEY not in json.loads((tmp_path / "out" / "events.json").read_text())
+
+
+def test_each_cameras_events_json_counts_its_own_undelivered_event_messages(tmp_path):
+    """Two cameras share one connection to a broker that is not there: each camera's
+    events.json records the event messages about it that never reached the broker, and
+    together they are the total the watch says on stderr."""
+    clip = str(sample("walker")[0])
+    with socket.socket() as closed:                  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "videvent", "watch", clip, clip, "-q",
+                           "--mqtt", f"127.0.0.1:{port}", "-d", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    total = re.search(r"MQTT: (\d+) event messages never reached the broker", done.stderr)
+    assert total, done.stderr
+    counts = {folder.name: json.loads((folder / "events.json").read_text())[LOST_KEY]
+              for folder in out.iterdir()}
+    assert sorted(counts) == ["walker", "walker-2"]
+    # Each camera saw the walker's crossing: at least its "new" and its "end".
+    assert all(count >= 2 for count in counts.values()), counts
+    assert sum(counts.values()) == int(total.group(1))

@@ -17,6 +17,7 @@ from pathlib import Path
 from .._version import __version__
 from ..export import CLIP_TEMPLATE, export
 from ..output import read_events
+from ..output.events_json import add_to_events
 from ..output.folder import public_name
 from ..output.names import OutputNameError, check_outputs
 from ..output.report import write_plot, write_report
@@ -323,12 +324,14 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         return sinks
 
     problem, stuck = None, False
+    watched: list[tuple[str, Path]] = []   # (camera's name, its result folder), once opened
     try:
         if len(cameras) == 1:
-            _watch_one(cameras[0], out_dir, monitor_options, dashboard, sinks_of, show, quiet)
+            _watch_one(cameras[0], out_dir, monitor_options, dashboard, sinks_of, show, quiet,
+                       watched)
         else:
             problem, stuck = _watch_several(cameras, out_dir, monitor_options, dashboard,
-                                            sinks_of, quiet)
+                                            sinks_of, quiet, watched)
     finally:
         if dashboard is not None:
             dashboard.stop()
@@ -341,6 +344,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
                            f"({publisher.dropped} past the queue's length, "
                            f"{publisher.undelivered} still waiting when the watch ended)",
                            err=True)
+            _record_mqtt_losses(publisher, watched)
     if stuck:
         # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
         # it gives up after its timeout): the interpreter's exit would tear its thread down
@@ -353,6 +357,29 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         os._exit(problem.exit_code if problem is not None else 0)
     if problem is not None:
         raise problem
+
+
+MQTT_LOST_KEY = "mqtt_undelivered_event_messages"
+
+
+def _record_mqtt_losses(publisher, watched: list[tuple[str, Path]]) -> None:
+    """Each camera's event messages that never reached the broker, in its events.json.
+
+    Known only once the connection, shared by every camera, is closed: after the cameras'
+    sessions wrote their folders, so the count is added to their events.json then (rewritten
+    whole). A folder that cannot take it is said, one line, and the watch still ends well."""
+    for name, folder in watched:
+        path = folder / "events.json"
+        try:
+            add_to_events(path, {MQTT_LOST_KEY: publisher.never_delivered[name]})
+        except OSError as error:
+            problem = f"cannot write '{path}': {error.strerror or error}"
+        except ValueError as error:             # it names the file already
+            problem = str(error)
+        else:
+            continue
+        click.echo(f"videvent: warning: MQTT: the count of event messages that never reached "
+                   f"the broker is not recorded: {problem}", err=True)
 
 
 TOKEN_VARIABLE = "VIDEVENT_SERVE_TOKEN"
@@ -404,8 +431,10 @@ def _summary_line(summary, out_dir) -> str:
             f"p99. Results in {out_dir}")
 
 
-def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quiet) -> None:
-    """One camera, on this thread, in the folder it always had."""
+def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quiet,
+               watched) -> None:
+    """One camera, on this thread, in the folder it always had (added to ``watched`` once
+    its monitor is made)."""
     from ..live import LiveMonitor
 
     interactive = not quiet and sys.stderr.isatty()
@@ -425,6 +454,7 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
         raise click.UsageError(str(error)) from None
     except ValueError as error:
         raise bad_input(error) from None
+    watched.append((camera.name, monitor.out_dir))
     if url is not None:
         click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
     for signal_number in (signal.SIGINT, signal.SIGTERM):
@@ -439,10 +469,10 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                        f"{monitor_options['max_reconnects']} reconnection attempts")
 
 
-def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet):
+def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet, watched):
     """Each camera on a thread of its own; this one waits for them and handles the signals.
     Returns the cameras' failure (a BadInput, or None) and whether one is still blocked in
-    opening its source."""
+    opening its source; the cameras that were opened are added to ``watched``."""
     import threading
 
     from ..cameras import wait_for, watch_cameras
@@ -456,6 +486,8 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
         cameras, out_dir, monitor_options, sinks_of,
         lambda line: click.echo(f"videvent: {line}", err=True))
     wait_for(watches, stopping)
+    watched += [(watch.camera.name, watch.monitor.out_dir) for watch in watches
+                if watch.monitor is not None]
     for watch in watches:
         if quiet:
             break

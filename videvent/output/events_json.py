@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+from ..atomic import write_atomically
+
 FORMAT_VERSION = 1
 
 
@@ -12,6 +14,15 @@ def write_events(path: str | os.PathLike, document: dict) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump({"format_version": FORMAT_VERSION, **document}, handle, indent=2)
         handle.write("\n")
+
+
+def add_to_events(path: str | os.PathLike, facts: dict) -> None:
+    """Add ``facts`` (top-level keys) to the ``events.json`` at ``path``, rewritten whole
+    (at a temporary name, renamed into place). ValueError (one line) if it is not one we can
+    read, OSError if it cannot be written."""
+    document = read_events(path)
+    document.update(facts)
+    write_atomically(path, lambda temporary: write_events(temporary, document))
 
 
 def read_events(path: str | os.PathLike) -> dict:

@@ -31,9 +31,10 @@ own to hand them to paho-mqtt while connected; paho's own thread connects, recon
 back-off, and sends. Events wait in a queue of their own (``EVENT_QUEUE_LENGTH`` messages, a
 hundred minute-long events), in order; every other topic holds a value that the next one replaces (a status,
 a snapshot, the stats), so only its latest waits, and a broker away for long never costs an
-event its place to stats. Events the full queue pushes out are counted (``dropped``) and the
-watch says so when it ends. The retained messages are sent again after every reconnection, so
-a broker that restarted without persistence has them back.
+event its place to stats. The event messages that never reach the broker (pushed out of the
+full queue, or still waiting when the connection closes) are counted, in all and for each
+camera, and the watch says so when it ends. The retained messages are sent again after every
+reconnection, so a broker that restarted without persistence has them back.
 """
 
 from __future__ import annotations
@@ -136,12 +137,22 @@ def topic_name(name: str) -> str:
     return _NOT_IN_TOPIC.sub("_", name).strip("_") or "camera"
 
 
+class _Waiting(NamedTuple):
+    """A message waiting to be sent; ``camera``: the camera an event message is about."""
+
+    topic: str
+    payload: Payload
+    retain: bool
+    camera: str | None = None
+
+
 class MqttPublisher:
     """One connection to a broker, shared by the cameras of a process.
 
     ``publish`` only queues (``ordered``: in the events' queue, else as the topic's latest
     value); a thread sends while connected. ``dropped`` counts the event messages the full
-    queue pushed out (or paho refused).
+    queue pushed out (or paho refused); at ``close``, ``undelivered`` those still waiting, and
+    ``never_delivered`` both, for each camera.
     """
 
     def __init__(self, host: str, port: int = DEFAULT_PORT, *, prefix: str = DEFAULT_PREFIX,
@@ -157,6 +168,10 @@ class MqttPublisher:
         self._trouble: str | None = None              # what was last reported
         self.dropped = 0
         self.undelivered = 0                      # at close: event messages never sent
+        self._dropped_of: collections.Counter = collections.Counter()    # camera -> dropped
+        # At close: camera -> its event messages that never reached the broker (dropped, or
+        # still waiting), so each camera's result folder can say how many of its own.
+        self.never_delivered: collections.Counter = collections.Counter()
         self._queue: collections.deque = collections.deque(maxlen=queue_length)
         self._latest: dict[str, tuple[Payload, bool]] = {}   # topic -> its value waiting
         self._retained: dict[str, Payload] = {}       # sent again after every reconnection
@@ -191,32 +206,39 @@ class MqttPublisher:
         return self._connected
 
     def publish(self, topic: str, payload: Payload, *, retain: bool = False,
-                ordered: bool = False) -> None:
+                ordered: bool = False, camera: str | None = None) -> None:
         """Queue a message (``payload`` may be a function making it, called on the sending
         thread: a JPEG is encoded there, not on the caller's). ``ordered``: every one counts
-        (events); else it replaces the topic's value still waiting."""
+        (events; ``camera``: the one it is about, for ``never_delivered``); else it replaces
+        the topic's value still waiting."""
         with self._wake:
             if retain:
                 self._retained[topic] = payload
             if ordered:
                 if len(self._queue) == self._queue.maxlen:
-                    self.dropped += 1
-                self._queue.append((topic, payload, retain))
+                    self._drop(self._queue[0].camera)      # the oldest is pushed out
+                self._queue.append(_Waiting(topic, payload, retain, camera))
             else:
                 self._latest.pop(topic, None)          # the newest goes last
                 self._latest[topic] = (payload, retain)
             self._wake.notify()
 
+    def _drop(self, camera: str | None) -> None:
+        """An event message about ``camera`` is lost (called holding ``_wake``)."""
+        self.dropped += 1
+        self._dropped_of[camera] += 1
+
     def _pending(self) -> bool:
         return bool(self._queue or self._latest)
 
-    def _next(self) -> tuple[str, Payload, bool]:
-        """The next message to send: the events first, in order, then the latest values."""
+    def _next(self) -> tuple[_Waiting, bool]:
+        """The next message to send, and whether it is an event message: the events first,
+        in order, then the latest values."""
         if self._queue:
-            return self._queue.popleft()
+            return self._queue.popleft(), True
         topic = next(iter(self._latest))
         payload, retain = self._latest.pop(topic)
-        return topic, payload, retain
+        return _Waiting(topic, payload, retain), False
 
     def close(self, timeout: float = 2.0) -> None:
         """Say ``offline``, send what is queued if connected (waiting ``timeout`` at most),
@@ -234,6 +256,8 @@ class MqttPublisher:
         self._client.loop_stop()
         with self._wake:
             self.undelivered = len(self._queue)    # event messages the broker never had
+            self.never_delivered = self._dropped_of + collections.Counter(
+                waiting.camera for waiting in self._queue)
 
     # -- paho's thread -----------------------------------------------------------------------
     def _say(self, trouble: str | None) -> None:
@@ -273,18 +297,20 @@ class MqttPublisher:
                     self._wake.wait()
                 if not (self._pending() and self._connected):
                     return                             # closing, and nothing can go
-                topic, payload, retain = self._next()
+                message, is_event = self._next()
+            payload = message.payload
             try:
                 if callable(payload):
                     payload = payload()
                 # QoS 1: paho sends again what the broker had not acknowledged when it was lost.
-                self._last_sent = self._client.publish(topic, payload, qos=1, retain=retain)
+                self._last_sent = self._client.publish(message.topic, payload, qos=1,
+                                                       retain=message.retain)
                 sent = self._last_sent.rc != paho.MQTT_ERR_QUEUE_SIZE
             except ValueError:                         # a picture that would not encode
                 sent = False
-            if not sent:
+            if not sent and is_event:                  # the count is of event messages
                 with self._wake:
-                    self.dropped += 1
+                    self._drop(message.camera)
 
 
 class MqttSink(Sink):
@@ -402,7 +428,7 @@ class MqttSink(Sink):
             self._published[after["number"]] = after
         self.publisher.publish(self.publisher.topic("events"),
                                json.dumps({"type": kind, "before": before, "after": after}),
-                               ordered=True)
+                               ordered=True, camera=self.camera)
 
     def _publish_snapshot(self) -> None:
         if self._peak is None:
