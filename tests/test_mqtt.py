@@ -1,7 +1,8 @@
 """MQTT (issue 14) against a real mosquitto started on 127.0.0.1: Frigate-style event JSON,
 retained status and snapshot, and a broker that dies and comes back while the sink never
 holds up its caller; what never reached the broker is counted in each session's
-events.json."""
+events.json; over TLS (issue 28), with a private certificate authority made by openssl for
+the test: trusted with --mqtt-ca, and refused when it is not the broker's."""
 
 import getpass
 import os
@@ -30,15 +31,50 @@ from videvent.sources.base import Frame
 
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("/usr/sbin/mosquitto")
 needs_broker = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
+OPENSSL = shutil.which("openssl")
+needs_openssl = pytest.mark.skipif(OPENSSL is None, reason="openssl is not installed")
 PATIENCE_S = 20.0          # deadline of every wait on the network (a liveness bound)
 LOST_KEY = "mqtt_undelivered_event_messages"      # in events.json, when MQTT was used
+
+
+def certificate_authority(folder, name):
+    """A new certificate authority in ``folder``: (its certificate, its key), PEM."""
+    folder.mkdir(parents=True, exist_ok=True)
+    certificate, key = folder / "ca.pem", folder / "ca.key"
+    # The extensions a strict verifier (Python 3.13's VERIFY_X509_STRICT) asks of a CA.
+    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", f"/CN={name}",
+                    "-addext", "basicConstraints=critical,CA:TRUE",
+                    "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                    "-keyout", str(key), "-out", str(certificate)], check=True,
+                   capture_output=True)
+    return certificate, key
+
+
+def server_certificate(folder, authority, names="IP:127.0.0.1,DNS:localhost"):
+    """A broker's certificate for ``names`` (subjectAltName), signed by ``authority``:
+    (certificate, key), PEM, in ``folder``."""
+    certificate, key = folder / "server.pem", folder / "server.key"
+    request, extensions = folder / "server.csr", folder / "server.ext"
+    extensions.write_text(f"subjectAltName={names}\nbasicConstraints=critical,CA:FALSE\n"
+                          "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n"
+                          "authorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n")
+    subprocess.run([OPENSSL, "req", "-new", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=videvent test broker",
+                    "-keyout", str(key), "-out", str(request)], check=True, capture_output=True)
+    subprocess.run([OPENSSL, "x509", "-req", "-in", str(request), "-CA", str(authority[0]),
+                    "-CAkey", str(authority[1]), "-CAcreateserial", "-days", "1",
+                    "-extfile", str(extensions), "-out", str(certificate)], check=True,
+                   capture_output=True)
+    return certificate, key
 
 
 class Broker:
     """mosquitto on a free 127.0.0.1 port, with a generated configuration."""
 
-    def __init__(self, folder, users: dict[str, str] | None = None):
-        """``users``: name -> password, the only ones let in (else anyone is)."""
+    def __init__(self, folder, users: dict[str, str] | None = None, tls=None):
+        """``users``: name -> password, the only ones let in (else anyone is); ``tls``:
+        (certificate, key) files, PEM: the listener speaks TLS only."""
         with socket.socket() as probe:          # mosquitto cannot report a port it chose
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -55,6 +91,8 @@ class Broker:
                                 str(passwords), name, password], check=True,
                                capture_output=True)
             access = f"allow_anonymous false\npassword_file {passwords}\n"
+        if tls is not None:
+            access += f"certfile {tls[0]}\nkeyfile {tls[1]}\n"
         self.config.write_text(f"listener {self.port} 127.0.0.1\n{access}"
                                f"persistence true\npersistence_location {folder}/\n"
                                f"user {getpass.getuser()}\n")
@@ -89,16 +127,20 @@ def broker(tmp_path):
 class Subscriber:
     """A paho client that records every message under ``videvent/#``."""
 
-    def __init__(self, port, session=None, login=None):
+    def __init__(self, port, session=None, login=None, ca=None):
         """``session``: a client id whose session the broker keeps while it is away;
-        ``login``: (user, password)."""
+        ``login``: (user, password); ``ca``: over TLS, trusting this certificate authority."""
         self.messages = []
         self.arrived = threading.Condition()
+        self.subscribed = threading.Event()
         self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=session or "",
                                   clean_session=session is None)
         if login is not None:
             self.client.username_pw_set(*login)
+        if ca is not None:
+            self.client.tls_set(ca_certs=str(ca))
         self.client.on_connect = lambda client, *_: client.subscribe("videvent/#", qos=1)
+        self.client.on_subscribe = lambda *_: self.subscribed.set()
         self.client.on_message = self._record
         self.client.reconnect_delay_set(1, 2)
         self.client.connect_async("127.0.0.1", port)
@@ -120,6 +162,10 @@ class Subscriber:
                 left = deadline - time.monotonic()
                 assert left > 0, f"no message on {topic}: got {[m.topic for m in self.messages]}"
                 self.arrived.wait(left)
+
+    def wait_until_subscribed(self):
+        """Until the broker has the subscription: nothing published after it is missed."""
+        assert self.subscribed.wait(PATIENCE_S), "the subscriber never subscribed"
 
     def events(self):
         with self.arrived:
@@ -377,6 +423,133 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
     for result in (wrong, away, bad):
         assert "S3cretPw" not in result.stderr + result.stdout
         assert "WrongPw" not in result.stderr + result.stdout
+
+
+def watch_over_tls(clip, port, ca, out):
+    """``videvent watch CLIP --mqtt mqtts://127.0.0.1:PORT --mqtt-ca CA``, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "videvent", "watch", str(clip), "-q",
+         "--mqtt", f"mqtts://127.0.0.1:{port}", "--mqtt-ca", str(ca), "-d", str(out)],
+        capture_output=True, text=True, timeout=300)
+
+
+@needs_broker
+@needs_openssl
+def test_watch_publishes_over_tls_to_a_broker_signed_by_the_ca_it_is_given(tmp_path):
+    """A private certificate authority's broker on mqtts://: with --mqtt-ca, the watch's
+    event messages reach a subscriber (itself on TLS), and none is recorded lost."""
+    clip, truth = sample("walker")
+    authority = certificate_authority(tmp_path / "authority", "videvent test CA")
+    broker = Broker(tmp_path, tls=server_certificate(tmp_path, authority))
+    subscriber = None
+    try:
+        broker.start()
+        subscriber = Subscriber(broker.port, ca=authority[0])
+        subscriber.wait_until_subscribed()
+        done = watch_over_tls(clip, broker.port, authority[0], tmp_path / "out")
+        assert done.returncode == 0, done.stderr
+        assert "MQTT" not in done.stderr
+        end = json.loads(subscriber.wait_for(
+            "videvent/events", lambda p: json.loads(p)["type"] == "end").payload)
+        assert [event["type"] for event in subscriber.events()][0] == "new"
+        # The walker's crossing, the clip's one event.
+        (first, last), = truth["event_frames"]
+        assert first <= end["after"]["peak_frame"] <= last
+        subscriber.wait_for(f"videvent/{topic_name(end['after']['camera'])}/status",
+                            lambda p: p == b"finished")
+        document = json.loads((tmp_path / "out" / "events.json").read_text())
+        assert document[LOST_KEY] == 0
+    finally:
+        if subscriber is not None:
+            subscriber.close()
+        broker.stop()
+
+
+@needs_broker
+@needs_openssl
+def test_a_broker_whose_certificate_is_not_trusted_is_said_and_the_watch_ends_normally(
+        tmp_path):
+    """--mqtt-ca of another authority than the broker's: one warning line (the one of a
+    broker that cannot be reached, saying why), nothing published, the watch ends with exit
+    0 and counts its event messages as lost. A certificate of the right authority for
+    another host name is refused too: verification is never turned off."""
+    clip = sample("walker")[0]
+    authority = certificate_authority(tmp_path / "authority", "videvent test CA")
+    stranger = certificate_authority(tmp_path / "stranger", "another CA")
+    broker = Broker(tmp_path, tls=server_certificate(tmp_path, authority))
+    subscriber = None
+    try:
+        broker.start()
+        subscriber = Subscriber(broker.port, ca=authority[0])
+        subscriber.wait_until_subscribed()
+        refused = watch_over_tls(clip, broker.port, stranger[0], tmp_path / "out")
+        assert refused.returncode == 0, refused.stderr
+        said = [line for line in refused.stderr.splitlines() if "MQTT broker" in line]
+        assert said == [f"videvent: warning: MQTT broker 127.0.0.1:{broker.port}: cannot be "
+                        f"reached: its certificate is not trusted (unable to get local issuer "
+                        f"certificate); trying again"], refused.stderr
+        lost = re.search(r"MQTT: (\d+) event messages never reached the broker",
+                         refused.stderr)
+        assert lost and int(lost.group(1)) >= 2, refused.stderr
+        document = json.loads((tmp_path / "out" / "events.json").read_text())
+        assert document[LOST_KEY] == int(lost.group(1))
+        assert "Traceback" not in refused.stderr
+        # The trusted subscriber, connected all along, got nothing from it.
+        assert subscriber.messages == []
+    finally:
+        if subscriber is not None:
+            subscriber.close()
+        broker.stop()
+
+    misnamed_folder = tmp_path / "misnamed"
+    misnamed_folder.mkdir()
+    misnamed = Broker(misnamed_folder, tls=server_certificate(
+        misnamed_folder, authority, names="DNS:elsewhere.invalid"))
+    lines = []
+    publisher = None
+    try:
+        misnamed.start()
+        publisher = MqttPublisher("127.0.0.1", misnamed.port, tls=True, ca_file=authority[0],
+                                  report=lines.append)
+        deadline = time.monotonic() + PATIENCE_S
+        while not lines:
+            assert time.monotonic() < deadline, "the refused certificate was never said"
+            time.sleep(0.05)
+        assert "its certificate is not trusted" in lines[0] and "mismatch" in lines[0]
+        assert not publisher.connected
+    finally:
+        if publisher is not None:
+            publisher.close(timeout=0)
+        misnamed.stop()
+
+
+def test_a_bad_mqtt_ca_or_one_without_mqtts_is_one_line_and_exit_2(tmp_path):
+    """A --mqtt-ca file missing or holding no certificate, from the command line or the
+    config file, and --mqtt-ca without an mqtts:// broker: one line, exit 2, before anything
+    is written (and never the password of the address)."""
+    clip = str(sample("walker")[0])
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("not a certificate\n")
+    config = tmp_path / "watch.toml"
+    config.write_text('mqtt = "mqtts://127.0.0.1:8883"\nmqtt-ca = "no-such-ca.pem"\n')
+    out = tmp_path / "out"
+    for options, message in [
+            (["--mqtt", "mqtts://127.0.0.1:8883", "--mqtt-ca", str(tmp_path / "missing.pem")],
+             "No such file or directory"),
+            (["--mqtt", "mqtts://127.0.0.1:8883", "--mqtt-ca", str(not_pem)],
+             "holds no certificate"),
+            (["-c", str(config)], "no-such-ca.pem"),
+            (["--mqtt", "ha:S3cretPw@127.0.0.1:1883", "--mqtt-ca", str(not_pem)],
+             "--mqtt-ca is for a broker reached over TLS"),
+            (["--mqtt-ca", str(not_pem)], "--mqtt-ca is for a broker reached over TLS")]:
+        result = subprocess.run([sys.executable, "-m", "videvent", "watch", clip, "-q",
+                                 "-d", str(out), *options], capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "--mqtt-ca" in result.stderr and message in result.stderr, result.stderr
+        assert "S3cretPw" not in result.stderr + result.stdout
+        assert not out.exists()
 
 
 def test_a_watch_without_mqtt_records_no_mqtt_count(tmp_path):

@@ -168,7 +168,7 @@ def test_a_reader_hands_on_the_producers_error():
 
 def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
     from videvent._cli.main import cli
-    from videvent.settings import SPECS, option_name
+    from videvent.settings import SPECS, WATCH_SPECS, option_name
 
     run_command = cli.commands["run"]
     options = {name for param in run_command.params for name in getattr(param, "opts", ())}
@@ -176,6 +176,15 @@ def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
     for name in SPECS:
         assert f"--{option_name(name)}" in options, name
         assert f"--{option_name(name)}" in readme, name
+    # The watch's own settings: an option of watch, documented, and listed among the config
+    # file's keys (in backquotes, by the option's name).
+    watch_command = cli.commands["watch"]
+    watch_options = {name for param in watch_command.params
+                     for name in getattr(param, "opts", ())}
+    for name in WATCH_SPECS:
+        assert f"--{option_name(name)}" in watch_options, name
+        assert f"--{option_name(name)}" in readme, name
+        assert f"`{option_name(name)}`" in readme, name
     # The config file is checked by the same declarations as the options.
     config = tmp_path / "videvent.toml"
     config.write_text("[run]\ninlier-fraction = 2.0\n")

@@ -235,6 +235,9 @@ WATCH_SPECS: dict[str, Spec] = {
                  "(port 1883 by default; mqtts:// for TLS, port 8883); a password not given "
                  "here is read from VIDEVENT_MQTT_PASSWORD.", optional=True,
                  metavar="[mqtts://][USER[:PASSWORD]@]HOST[:PORT]"),
+    "mqtt_ca": Spec("text", "Check an mqtts:// broker's certificate against the certificate "
+                    "authorities of this PEM file (a private CA) instead of the system's.",
+                    optional=True, metavar="FILE"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
 }
 WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent"}

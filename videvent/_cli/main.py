@@ -254,7 +254,8 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
           show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
           on_event: str | None, webhook: str | None, serve: str | None,
           serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
-          serve_key: str | None, mqtt: str | None, mqtt_prefix: str, **options) -> None:
+          serve_key: str | None, mqtt: str | None, mqtt_ca: str | None, mqtt_prefix: str,
+          **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -277,6 +278,10 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     webhook = _parsed("--webhook", check_webhook, webhook)
     served_at = _parsed("--serve", _serve_address, serve)
     broker = _parsed("--mqtt", parse_mqtt_address, mqtt)
+    if mqtt_ca is not None and (broker is None or not broker.tls):
+        # Never the --mqtt value itself in the message: it may hold a password.
+        raise click.UsageError("--mqtt-ca is for a broker reached over TLS: give --mqtt "
+                               "mqtts://HOST[:PORT] with it, or leave --mqtt-ca out")
     mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
     config = click.get_current_context().meta.get(CONFIG_PATH)
     try:
@@ -311,10 +316,13 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
 
         # One connection for the process; it never holds up the start (connects on its own
         # thread) and says "offline" when the watch ends.
-        publisher = MqttPublisher(
-            broker.host, broker.port, prefix=mqtt_prefix, username=broker.username,
-            password=broker.password, tls=broker.tls,
-            report=lambda line: click.echo(f"videvent: warning: {line}", err=True))
+        try:
+            publisher = MqttPublisher(
+                broker.host, broker.port, prefix=mqtt_prefix, username=broker.username,
+                password=broker.password, tls=broker.tls, ca_file=mqtt_ca,
+                report=lambda line: click.echo(f"videvent: warning: {line}", err=True))
+        except ValueError as error:             # the --mqtt-ca file cannot be loaded
+            raise click.BadParameter(str(error), param_hint="'--mqtt-ca'") from None
 
     def sinks_of(camera) -> list:
         sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]

@@ -1,5 +1,9 @@
 """MQTT: events, camera status and snapshots for Home Assistant and the like (``--mqtt HOST[:PORT]``).
 
+``mqtts://`` connects over TLS: the broker's certificate and its host name are always
+verified, against the system's certificate authorities or only those of a PEM file
+(``--mqtt-ca``, a private CA).
+
 Topic layout (prefix ``videvent`` by default; ``<camera>`` is the camera's name with anything
 but letters, digits, ``-`` and ``_`` turned into ``_``). It follows Frigate's where it fits,
 since that is what Home Assistant users know:
@@ -42,6 +46,8 @@ from __future__ import annotations
 import collections
 import json
 import re
+import ssl
+import sys
 import threading
 import time
 import uuid
@@ -105,6 +111,23 @@ def parse_mqtt_address(text: str) -> MqttAddress:
     return MqttAddress(host, port, username, password, tls)
 
 
+def tls_context(ca_file: str | os.PathLike | None = None) -> ssl.SSLContext:
+    """The TLS of an ``mqtts://`` connection: the broker's certificate and its host name are
+    verified against the system's certificate authorities, or, given ``ca_file`` (PEM), only
+    against those it holds (a private CA). ValueError (one line) when the file cannot be
+    read or holds no certificate."""
+    try:
+        # Verification on (CERT_REQUIRED, check_hostname), as create_default_context makes it;
+        # with cafile, the system's authorities are not loaded: only the file's are trusted.
+        return ssl.create_default_context(cafile=None if ca_file is None else os.fspath(ca_file))
+    except ssl.SSLError as error:      # before OSError, of which it is one
+        reason = ("it holds no certificate in PEM form"
+                  if error.reason == "NO_CERTIFICATE_OR_CRL_FOUND" else error.reason or error)
+    except OSError as error:
+        reason = error.strerror or error
+    raise ValueError(f"cannot load the certificate authorities '{ca_file}': {reason}")
+
+
 def check_prefix(prefix: str) -> str:
     """The topics' first level(s): ValueError for MQTT's wildcards or an empty level, which
     no broker accepts in a topic published to."""
@@ -159,9 +182,17 @@ class MqttPublisher:
                  client_id: str | None = None, queue_length: int = EVENT_QUEUE_LENGTH,
                  keepalive: int = KEEPALIVE_S, username: str | None = None,
                  password: str | None = None, tls: bool = False,
+                 ca_file: str | os.PathLike | None = None,
                  report: Callable[[str], None] | None = None):
-        """``report(line)``: told once when the broker cannot be reached or refuses us (and
-        again after it had worked), so a wrong address or password is said at once."""
+        """``tls``: connect over TLS, trusting the certificate authorities of ``ca_file``
+        (PEM) or else the system's (``tls_context``; ValueError, one line, for a file that
+        cannot be loaded). ``report(line)``: told once when the broker cannot be reached or
+        refuses us (and again after it had worked), so a wrong address or password is said at
+        once."""
+        if ca_file is not None and not tls:
+            raise ValueError("certificate authorities (ca_file) are for a TLS connection")
+        # Loaded first: a file that cannot be is refused before any thread starts.
+        trusted = tls_context(ca_file) if tls else None
         self.prefix = prefix.strip("/") or DEFAULT_PREFIX
         self.host, self.port = host, port
         self._report = report or (lambda line: None)
@@ -184,8 +215,8 @@ class MqttPublisher:
         self._client.will_set(self.topic("available"), OFFLINE, qos=1, retain=True)
         if username is not None:
             self._client.username_pw_set(username, password)
-        if tls:
-            self._client.tls_set()                   # the system's certificate authorities
+        if trusted is not None:
+            self._client.tls_set_context(trusted)
         self._client.on_connect_fail = self._on_connect_fail
         self._client.reconnect_delay_set(*RECONNECT_DELAY_S)
         self._client.max_queued_messages_set(queue_length + 1000)
@@ -266,7 +297,15 @@ class MqttPublisher:
         self._trouble = trouble
 
     def _on_connect_fail(self, client, userdata) -> None:
-        self._say("cannot be reached")
+        # paho calls this from inside its ``except OSError`` without passing the error on, so
+        # the error being handled is why. A certificate that is not trusted is named: trying
+        # again will not mend it, the user's --mqtt-ca (or the broker's certificate) will.
+        error = sys.exc_info()[1]
+        if isinstance(error, ssl.SSLCertVerificationError):
+            self._say(f"cannot be reached: its certificate is not trusted "
+                      f"({error.verify_message.rstrip('.')})")
+        else:
+            self._say("cannot be reached")
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
@@ -334,13 +373,16 @@ class MqttSink(Sink):
 
     @classmethod
     def connect(cls, address: str, camera: str | None = None, *,
-                prefix: str = DEFAULT_PREFIX) -> "MqttSink":
+                prefix: str = DEFAULT_PREFIX,
+                ca_file: str | os.PathLike | None = None) -> "MqttSink":
         """A sink with a connection of its own to ``address`` (``parse_mqtt_address``;
-        ValueError if malformed)."""
+        ``ca_file``: the certificate authorities an ``mqtts://`` broker is checked against;
+        ValueError if either is wrong)."""
         broker = parse_mqtt_address(address)
         return cls(MqttPublisher(broker.host, broker.port, prefix=check_prefix(prefix),
                                  username=broker.username, password=broker.password,
-                                 tls=broker.tls), camera, owns_publisher=True)
+                                 tls=broker.tls, ca_file=ca_file), camera,
+                   owns_publisher=True)
 
     def _topic(self, *levels: str) -> str:
         return self.publisher.topic(topic_name(self.camera or "camera"), *levels)
