@@ -499,3 +499,23 @@ def test_the_learning_schedule_learns_as_many_frames_by_a_time_at_any_frame_rate
     for second, count in expected.items():     # (every frame, while there are fewer)
         assert abs(learned_at[second] - min(count, second * fps)) <= 1, (second, learned_at[second])
     assert schedule.warming_up is False
+
+
+def test_light_drifting_in_over_seconds_is_no_event_and_someone_arriving_in_it_is():
+    """Sunlight creeping over part of the scene (a glow, not a scaling of the picture, so light
+    invariance does not explain it) builds over four seconds with nothing moving: the blocks it
+    makes unusual follow it. A person arriving in it later is still an event, and without
+    ``gradual_change`` the drift itself is one."""
+    rng = np.random.default_rng(12)
+    frames = scene(rng, 400)
+    rows, cols = np.mgrid[:SHAPE[0], :SHAPE[1]]
+    glow = 60 * np.exp(-((rows - 30) ** 2 + (cols - 45) ** 2) / (2 * 12.0 ** 2))
+    ramp = np.clip((np.arange(400) - 150) / 40, 0, 1)       # frames 150-190, then it stays
+    frames += (ramp[:, None, None] * glow).astype(np.float32)
+    frames = add_patch(frames, 300, 330, OTHER, level=40.0)
+    following = scores_of(feed(Detector(), frames))
+    plain = scores_of(feed(Detector(without=frozenset({"gradual_change"})), frames))
+    assert (plain[170:290] >= 4.5).mean() > 0.5         # without it, the light is an event
+    assert (following[60:298] < 4.5).all()
+    assert (following[302:330] > 7).all()
+    assert (following[340:] < 4.5).all()

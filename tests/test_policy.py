@@ -49,6 +49,38 @@ def test_a_block_unusual_and_unchanging_is_absorbed_after_static_after_and_score
     assert not regions.absorbed_.any()
 
 
+def test_a_block_that_turns_unusual_gradually_follows_its_picture_until_something_moves_in_it():
+    """Light drifting over a block (a fraction of a grey level a frame) makes it unusual to
+    the model without anything moving there: the block follows its picture and scores 0. A
+    person arriving in it changes it by far more than its noise in one frame: it goes back to
+    the model at once. A block that turns unusual abruptly never follows."""
+    rng = np.random.default_rng(2)
+    frames = [picture(rng) for _ in range(70)]
+    for t, frame in enumerate(frames):
+        frame[10:20, 10:20] += 0.4 * max(0, t - 10)          # block 5: light drifting in
+        if t >= 30:
+            frame[10:20, 20:30] += 40                        # block 6: something arrived
+        if t >= 60:
+            frame[12:18, 12:18] += 60                        # block 5: someone arrives
+    regions = StaticRegions(SHAPE, GRID, static_after=20, hot=HOT, settled_after=5)
+    z_model = np.zeros(16)
+    history = []
+    for t, frame in enumerate(frames):
+        z_model[5] = 9.0 if t >= 25 else 0.0                 # the drift outgrew the model
+        z_model[6] = 9.0 if t >= 30 else 0.0
+        z, _ = regions.update(frame.ravel(), z_model.copy(), np.zeros(frame.size, np.float32),
+                              lambda image: np.zeros(16),
+                              previous=frames[t - 1].ravel() if t else None)
+        history.append((z.copy(), regions.following_.copy()))
+    assert all(following[5] and z[5] == 0.0 for z, following in history[25:60])
+    # Block 6 stays unusual until it has stood still for static_after (then it is absorbed,
+    # and may follow the light from there).
+    assert not any(following[6] for _, following in history[:50])
+    assert all(z[6] == 9.0 for z, _ in history[30:50])
+    assert not history[60][1][5] and history[60][0][5] == 9.0
+    assert not regions.absorbed_[5]
+
+
 @pytest.mark.parametrize("noise", [1.0, 10.0])
 def test_stillness_is_measured_against_the_blocks_own_noise(noise):
     """On a clean and on a noisy sensor alike, a still unusual block is absorbed; one where

@@ -110,7 +110,8 @@ class StaticRegions:
     """
 
     def __init__(self, frame_shape: tuple[int, ...], grid: tuple[int, int], *,
-                 static_after: int, hot: float):
+                 static_after: int, hot: float, settled_after: int = 1,
+                 follow_gradual: bool = True):
         if static_after < 1:
             raise ValueError(f"static_after must be at least 1 frame, got {static_after}")
         self.frame_shape = frame_shape
@@ -125,6 +126,12 @@ class StaticRegions:
         # about ``static_after`` frames: its noise.
         self.log_noise_ = np.full(n_blocks, np.log(NOISE_FLOOR))
         self.absorbed_ = np.zeros(n_blocks, bool)
+        # Blocks that have changed only gradually since the frame was last usual (``update``).
+        self.gradual_ = np.zeros(n_blocks, bool)
+        self.following_ = np.zeros(n_blocks, bool)       # absorbed by following it
+        self.usual_for_ = np.zeros(n_blocks, int)
+        self.settled_after = max(1, int(settled_after))
+        self.follow_gradual = bool(follow_gradual)
         self._pixel_block = pixel_blocks(frame_shape, grid)
 
     @property
@@ -134,16 +141,21 @@ class StaticRegions:
     def clear(self) -> None:
         self.still_for_[:] = 0
         self.absorbed_[:] = False
+        self.gradual_[:] = False
+        self.following_[:] = False
+        self.usual_for_[:] = 0
 
     def update(self, x: np.ndarray, z: np.ndarray, residual_image: np.ndarray,
-               score_image) -> tuple[np.ndarray, np.ndarray]:
-        """``score_image(residual_image) -> block z-scores`` scores the patched residual."""
+               score_image, previous: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``score_image(residual_image) -> block z-scores`` scores the patched residual;
+        ``previous``: the frame before (None: not known)."""
         picture = x.reshape(self.frame_shape)
         change = self._block_rms(picture - self.reference_)
         # The model explains an absorbed block again (the object left, or the window learned
         # it): the block goes back to the model.
         self.absorbed_ &= z >= self.hot
-        unusual = (z >= self.hot) & ~self.absorbed_
+        drifting = self._follow_gradual(picture, z, previous)
+        unusual = (z >= self.hot) & ~self.absorbed_ & ~drifting
         # A usual block's reference is the frame before (renewed below): its change is noise.
         usual = ~unusual & ~self.absorbed_
         if usual.any():
@@ -158,6 +170,8 @@ class StaticRegions:
         newly = self.still_for_ >= self.static_after
         self.absorbed_ |= newly
         self.still_for_[newly] = 0
+        newly |= drifting
+        self.absorbed_ |= drifting
         renew = moving | newly
         residual = residual_image.reshape(self.frame_shape)
         if renew.any():
@@ -165,14 +179,40 @@ class StaticRegions:
             np.copyto(self.reference_, picture, where=self._pixels(renew))
             if newly.any():
                 np.copyto(self.offset_, residual, where=self._pixels(newly))
-        if not self.absorbed_.any():
-            return z, residual_image
-        # Absorbed blocks: what the model did not explain when they were absorbed (the object)
-        # is taken off their residual; the model still follows the light there.
-        image = residual - np.where(self._pixels(self.absorbed_), self.offset_, np.float32(0))
-        z = z.copy()
-        z[self.absorbed_] = score_image(image.ravel())[self.absorbed_]
-        return z, image.ravel()
+        if self.absorbed_.any():
+            # Absorbed blocks: what the model did not explain when they were absorbed (the
+            # object) is taken off their residual; the model still follows the light there.
+            residual = residual - np.where(self._pixels(self.absorbed_), self.offset_,
+                                           np.float32(0))
+            z = z.copy()
+            z[self.absorbed_] = score_image(residual.ravel())[self.absorbed_]
+        # A block usual for ``settled_after`` frames may start to follow a gradual change;
+        # not one whose z-score dipped below the threshold a moment (a person standing nearly
+        # still changes their blocks by less than noise from frame to frame).
+        self.usual_for_ = np.where(z < self.hot, self.usual_for_ + 1, 0)
+        self.gradual_ |= self.usual_for_ >= self.settled_after
+        return z, residual.ravel()
+
+    def _follow_gradual(self, picture: np.ndarray, z: np.ndarray,
+                        previous: np.ndarray | None) -> np.ndarray:
+        """The unusual blocks that got so gradually, which follow their picture now.
+
+        Gradually: since the last frame in which nothing was unusual, no frame changed the
+        block by more than its noise allows (``STILL_MULTIPLE``), so nothing was seen to move
+        there. Light drifts so
+        (daylight, a cloud, the exposure); a person, a car or an object moves on its way in.
+        Such a block is absorbed with its current picture, frame after frame, until something
+        moves in it; then it goes back to the model, as if it had never followed.
+        """
+        if self.follow_gradual and previous is not None:
+            step = self._block_rms(picture - previous.reshape(self.frame_shape))
+            self.gradual_ &= step < STILL_MULTIPLE * np.exp(self.log_noise_)
+        else:
+            self.gradual_[:] = False
+        moved = self.following_ & ~self.gradual_
+        self.absorbed_ &= ~moved
+        self.following_ = self.gradual_ & (z >= self.hot)
+        return self.following_
 
     def _pixels(self, blocks: np.ndarray) -> np.ndarray:
         """A mask of the frame's pixels (channels too) from a mask of its blocks."""

@@ -101,9 +101,11 @@ class SceneJudge:
         self.static_after = static_after
         self.warmup = max(1, int(warmup))
         self.schedule = LearningSchedule(stride, self.warmup, window)
+        settle_frames = self.settle_frames = max(1, int(settle_frames))
         self.regions = StaticRegions(self.frame_shape, self.model.grid,
-                                     static_after=static_after or 1, hot=hot)
-        settle_frames = max(1, int(settle_frames))
+                                     static_after=static_after or 1, hot=hot,
+                                     settled_after=settle_frames,
+                                     follow_gradual="gradual_change" not in self.without)
         # The recent frames are what a rebuild starts from, and their brightness tells how
         # fast it still moves (``settle_frames`` back).
         self.recent = RecentFrames(max(min(window, max(static_after or 0, MIN_RECENT)),
@@ -144,16 +146,25 @@ class SceneJudge:
         residual_image = assessment.residual_image
         brightness_score = (0.0 if "brightness_step" in self.without
                             else self.light.score(assessment.brightness, self.recent.brightness))
+        unusual_to_model = None           # block z-scores that say whether the frame is unusual
         if not warming_up and self.static_after is not None:
+            raw_z = z
+            recent = self.recent.frames
             z, residual_image = self.regions.update(
                 x, z, residual_image, lambda image: self.block_z(
-                    model.block_energies(image, max(assessment.norm, 1e-12), x)))
+                    model.block_energies(image, max(assessment.norm, 1e-12), x)),
+                previous=recent[-1] if recent else None)
+            # Blocks that follow a gradual change are light to the events, but still unusual
+            # to the model: what it learns there while they follow (a person whose arrival
+            # moved the exposure) must count against the presence share, not as background.
+            unusual_to_model = np.where(self.regions.following_, raw_z, z)
             if self._scene_changed(z):
                 # The whole scene changed and stayed so (a light switched and left on, most
                 # blocks static at once), and nothing in it moves: rebuild from the recent
                 # frames, which would otherwise hold whoever still moves about as the scene.
                 self.rebuild(list(self.recent.frames))
                 rebuilt = True
+                unusual_to_model = None
                 assessment = model.score_one(x, norm=assessment.norm)
                 z = self.block_z(assessment.block_energies)
                 residual_image = assessment.residual_image
@@ -162,6 +173,9 @@ class SceneJudge:
         if model.ready:
             model_score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
             score = model_score
+            if unusual_to_model is not None:
+                model_score = max(model_score,
+                                  neighbour_max(unusual_to_model.reshape(model.grid[::-1])))
             if motion_z is not None:
                 score = max(score, neighbour_max(motion_z.reshape(model.grid[::-1])))
             if warming_up and "warmup_damping" not in self.without:
