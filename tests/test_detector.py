@@ -519,3 +519,21 @@ def test_light_drifting_in_over_seconds_is_no_event_and_someone_arriving_in_it_i
     assert (following[60:298] < 4.5).all()
     assert (following[302:330] > 7).all()
     assert (following[340:] < 4.5).all()
+
+
+def test_a_lamp_switched_on_is_one_short_event_once_its_light_has_settled():
+    """A lamp lights most of the room unevenly (not a scaling the light invariance removes):
+    one event from the switch until the brightness has held, then the lit room is the scene,
+    rebuilt from the frames since the light settled; not absorb-after later, as a lasting
+    change in part of the scene would be. Someone walking in afterwards is found."""
+    rng = np.random.default_rng(17)
+    frames = scene(rng, 400)
+    cols = np.arange(SHAPE[1], dtype=np.float32)
+    frames[150:] += 40 + 100 * cols / SHAPE[1]                 # the lamp, brighter on the right
+    frames = add_patch(frames, 320, 340, OTHER, level=40.0)
+    rebuilt = scores_of(feed(Detector(), frames))
+    waited = scores_of(feed(Detector(without=frozenset({"scene_rebuild"})), frames))
+    assert (rebuilt[150:153] >= 4.5).all()
+    assert (rebuilt[175:318] < 4.5).all()                 # settled: 5 frames, held another 12
+    assert (rebuilt[322:340] > 7).all()
+    assert (waited[175:250] >= 4.5).mean() > 0.9           # without it, the light lasts

@@ -149,6 +149,27 @@ def test_a_brightness_step_scores_and_a_switched_light_lasts_until_it_settles():
     assert LightSwitch(scale=0.1, hot=HOT, settle_frames=3).score(0.3, recent) < HOT
 
 
+def test_a_switched_light_that_settled_is_the_new_normal_at_once():
+    """Once the exposure holds, the step is read against the frames since it settled, not
+    against a median of the recent frames that is still the old light's for seconds (here 25
+    frames); a later switch from the new light scores as the first did."""
+    def scores_of(light, recent):
+        scores = []
+        for brightness in [0.7, 0.75, 0.78] + [0.78] * 30:
+            scores.append(light.score(brightness, recent))
+            recent.append(brightness)
+        return scores
+    recent = deque([0.0] * 50, maxlen=50)
+    light = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    scores = scores_of(light, recent)
+    settled = next(i for i, score in enumerate(scores) if score < HOT)
+    assert settled <= 6 and max(scores[settled:]) < 1.0
+    assert light.score(0.3, recent) >= HOT                    # the light going off again
+    step_alone = scores_of(LightSwitch(scale=0.1, hot=HOT, settle_frames=3, settling=False),
+                           deque([0.0] * 50, maxlen=50))
+    assert min(step_alone[:25]) >= HOT                        # until the median is the new light
+
+
 def test_a_repeat_gets_the_verdict_before_it_and_is_never_learned():
     repeats = Repeats()
     assert repeats.verdict(0, 0.0, REPEAT) is None

@@ -336,21 +336,31 @@ class LightSwitch:
         self.settle_frames = max(1, int(settle_frames))
         self.settling = bool(settling)
         self.settling_ = False                   # a switched light has not settled yet
+        self.settled_for_: int | None = None     # frames since a switched light settled
 
     def switched(self) -> None:
         self.settling_ = True
 
     def score(self, brightness: float, recent: deque) -> float:
-        """The step of ``brightness`` against the ``recent`` frames' (oldest first)."""
+        """The step of ``brightness`` against the ``recent`` frames' (oldest first; since a
+        switched light settled, only those after it: the settled light is the new normal)."""
         if len(recent) < MIN_RECENT:
             return 0.0
+        if self.settled_for_ is not None and self.settled_for_ >= len(recent):
+            self.settled_for_ = None
+        since = recent if self.settled_for_ is None else list(recent)[len(recent)
+                                                                      - self.settled_for_:]
         # statistics.median: a tenth of np.median's time on a hundred floats, every frame.
-        step = abs(brightness - statistics.median(recent)) / self.scale
+        step = abs(brightness - statistics.median(since)) / self.scale if since else 0.0
+        if self.settled_for_ is not None:
+            self.settled_for_ += 1
         self.settling_ |= step >= self.hot
         if self.settling_ and self.settling and len(recent) >= self.settle_frames:
             motion = abs(brightness - recent[-self.settle_frames])
             if motion < SETTLED_MOTION:
                 self.settling_ = False
+                self.settled_for_ = 1
+                step = 0.0
             else:
                 # The low threshold where the light counts as settled, rising above it as
                 # a brightness step does.

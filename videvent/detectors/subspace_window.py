@@ -147,6 +147,20 @@ class SceneJudge:
         brightness_score = (0.0 if "brightness_step" in self.without
                             else self.light.score(assessment.brightness, self.recent.brightness))
         unusual_to_model = None           # block z-scores that say whether the frame is unusual
+        if (not warming_up and self.static_after is not None
+                and self.light.settled_for_ == self.settle_frames
+                and "scene_rebuild" not in self.without
+                and self._light_changed_scene(z)):
+            # A switched light settled and has held since: the new light is the scene. Rebuild
+            # from the frames since it settled, as from those that came out of darkness.
+            recent = list(self.recent.frames)
+            since = recent[len(recent) + 1 - self.settle_frames:] + [x]
+            if len(since) > model.rank + 1:
+                self.rebuild(since)
+                rebuilt = True
+                assessment = model.score_one(x, norm=assessment.norm)
+                z = self.block_z(assessment.block_energies)
+                residual_image = assessment.residual_image
         if not warming_up and self.static_after is not None:
             raw_z = z
             recent = self.recent.frames
@@ -237,6 +251,16 @@ class SceneJudge:
         if self.watched_blocks is None:
             return z
         return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
+
+    def _light_changed_scene(self, z: np.ndarray) -> bool:
+        """Most blocks unusual to the model, and no two neighbouring unusual blocks (what
+        makes an event) changed on the frame before (else someone moves about in the new
+        light, whom a rebuild would learn): the light changed the scene."""
+        unusual = z >= self.hot
+        if float(unusual.mean()) < SCENE_CHANGE_SHARE:
+            return False
+        moving = unusual & ~self.regions.absorbed_ & (self.regions.still_for_ == 0)
+        return neighbour_max(np.where(moving, z, 0.0).reshape(self.model.grid[::-1])) < self.hot
 
     def _scene_changed(self, z: np.ndarray) -> bool:
         """Most blocks became static at once and no unusual block that is not absorbed (so
