@@ -143,6 +143,7 @@ def test_a_brightness_step_scores_and_a_switched_light_lasts_until_it_settles():
     assert 0.78 - 0.75 > SETTLED_MOTION           # frame 4 still moved over 3 frames
     # A blank frame (the light went out) makes the next picture settle first.
     after_blank = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    assert after_blank.score(0.0, deque([0.0] * 5)) == 0.0     # a light that held
     after_blank.switched()
     recent = deque([0.0, 0.0, 0.0, 0.3, 0.3])          # a 30% step: not a switch by itself
     assert after_blank.score(0.3, recent) >= HOT
@@ -168,6 +169,26 @@ def test_a_switched_light_that_settled_is_the_new_normal_at_once():
     step_alone = scores_of(LightSwitch(scale=0.1, hot=HOT, settle_frames=3, settling=False),
                            deque([0.0] * 50, maxlen=50))
     assert min(step_alone[:25]) >= HOT                        # until the median is the new light
+
+
+def test_a_cameras_first_light_is_no_switch_until_it_has_held():
+    """A camera starting: its exposure ramps from the first frame (a blank one before it), and
+    no step of it is a switch; once the light has held for settle_frames, a step is. Darkness
+    that has held is a light too: the picture after it settles as a switched light does."""
+    light = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    light.switched()                                          # frame 0 black: not a switch
+    recent = deque(maxlen=20)
+    scores = []
+    for brightness in [0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.98, 1.0, 1.0, 1.0, 1.0, 1.0]:
+        scores.append(light.score(brightness, recent))
+        recent.append(brightness)
+    assert max(scores) < HOT and light.held_ and not light.settling_
+    assert light.score(1.6, recent) >= HOT                    # a switch from the held light
+    after_darkness = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
+    for _ in range(3):
+        after_darkness.switched()
+    recent = deque([0.5, 0.55, 0.6, 0.62, 0.63], maxlen=20)  # the light coming on, settling
+    assert after_darkness.score(0.64, recent) >= HOT
 
 
 def test_a_repeat_gets_the_verdict_before_it_and_is_never_learned():

@@ -337,15 +337,29 @@ class LightSwitch:
         self.settling = bool(settling)
         self.settling_ = False                   # a switched light has not settled yet
         self.settled_for_: int | None = None     # frames since a switched light settled
+        self.held_ = False                       # a light (or darkness) has held
+        self.blank_run_ = 0                      # blank frames in a row
 
     def switched(self) -> None:
-        self.settling_ = True
+        """A blank frame: the light went out, so the next picture is a new light; not before
+        any light held (a camera starting), unless the darkness itself has held."""
+        self.blank_run_ += 1
+        self.held_ |= self.blank_run_ >= self.settle_frames
+        self.settling_ |= self.held_
 
     def score(self, brightness: float, recent: deque) -> float:
         """The step of ``brightness`` against the ``recent`` frames' (oldest first; since a
         switched light settled, only those after it: the settled light is the new normal)."""
+        self.blank_run_ = 0
         if len(recent) < MIN_RECENT:
             return 0.0
+        if not self.held_:
+            # A switch is a step from a light that held: the first light a camera gives moves
+            # while its exposure starts, and is no switch.
+            self.held_ = (len(recent) >= self.settle_frames
+                          and abs(recent[-1] - recent[-self.settle_frames]) < SETTLED_MOTION)
+            if not self.held_:
+                return 0.0
         if self.settled_for_ is not None and self.settled_for_ >= len(recent):
             self.settled_for_ = None
         since = recent if self.settled_for_ is None else list(recent)[len(recent)

@@ -419,6 +419,8 @@ class SubspaceWindowDetector:
         """
         if health in (BLANK, CORRUPT):
             self.judge.no_picture(health, x)
+            if self.start_reference_ is not None and health == BLANK:
+                self.start_reference_.twin.light.switched()     # the light went out for it too
             if self.motion is not None:
                 self.motion.forget_picture()
             # No picture to score: reported through the status, never as NaN or an event.
