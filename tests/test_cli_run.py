@@ -367,6 +367,27 @@ def test_unknown_config_key_is_a_usage_error(tmp_path):
     assert result.returncode == 2 and "unknown setting 'treshold'" in result.stderr
 
 
+@pytest.mark.parametrize("options, config", [
+    (["--threshold", "-1"], None), (["--threshold-low", "-3"], None),
+    (["-t", "0"], None), (["-t", "-1", "--threshold-low", "-3"], None),
+    ([], "threshold-low = -3\n"), ([], "threshold = -0.5\nthreshold-low = -1\n"),
+])
+def test_a_negative_threshold_is_one_setting_line_and_exit_2(tmp_path, options, config):
+    """A robust z-score threshold at or below the median's (0) would flag every frame, and
+    0 divides the annotated video's chart: refused on the command line and in the config
+    file alike, in one line, before anything is written (no numpy warning, no traceback)."""
+    path, _ = sample("walker")
+    if config is not None:
+        (tmp_path / "neg.toml").write_text(config)
+        options = [*options, "-c", tmp_path / "neg.toml"]
+    result = run_cli("run", path, "-d", tmp_path / "out", "--export-video", *options)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "threshold" in result.stderr
+    assert "Warning" not in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_rerun_replaces_every_earlier_result(tmp_path):
     path, _ = sample("walker")
     out = tmp_path / "result"

@@ -86,10 +86,10 @@ class Settings:
                                      min_open=True)
     blocks: int = setting(16, "int", "Grid blocks across the frame's long side.", minimum=1)
     threshold: float = setting(7.0, "float", "Score that starts an event.", short="-t",
-                               units="robust z-score")
+                               minimum=0.0, min_open=True, units="robust z-score")
     threshold_low: float = setting(4.5, "float", "Score an event stays above (hysteresis); "
                                    "also the score from which frames are explained (heat "
-                                   "map, boxes).", units="robust z-score")
+                                   "map, boxes).", minimum=0.0, units="robust z-score")
     min_event_length: Time = setting("0.1s", "time", "Shortest event.", short="-l")
     merge_gap: Time = setting("0.5s", "time", "Events closer than this are merged.")
     time_before_event: Time = setting("1s", "time", "Time included before each event.",
