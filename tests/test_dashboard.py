@@ -360,6 +360,40 @@ def test_requests_without_the_token_are_refused(scored, browser):
         dashboard.stop()
 
 
+def test_a_wrong_token_of_the_same_length_is_refused_in_constant_time(capfd):
+    """A guess that differs from the token only in its last character, or only in its first,
+    in the address or the header (any case of "Bearer"), a prefix of it, the token with a
+    character more, a non-ASCII one of the same length: each refused with 403, none
+    let in, no traceback. The comparison is ``compare_digest`` (constant time), so the
+    position of the first wrong character cannot be timed."""
+    import inspect
+
+    from videvent.dashboard import server
+
+    token = "s3cret-token-0123456789"
+    dashboard = Dashboard(token=token)
+    base = dashboard.start().split("?")[0]
+    try:
+        api = base + "api/cameras"
+        assert status_of(api + "?token=" + token) == 200
+        assert status_of(api, {"Authorization": "bearer " + token}) == 200
+        same_length = [token[:-1] + "X", "X" + token[1:], token[::-1], "a" * len(token),
+                       token[:-2] + "%C3%A9"]          # é: two bytes, the same length
+        for guess in same_length:
+            assert status_of(api + "?token=" + guess) == 403, guess
+        for guess in (token[:-1] + "X", "X" + token[1:]):
+            for scheme in ("Bearer ", "bearer ", "BEARER "):
+                assert status_of(api, {"Authorization": scheme + guess}) == 403, guess
+        for guess in (token[:-1], token[:1], token + "0", token + token):
+            assert status_of(api + "?token=" + guess) == 403, guess
+        assert status_of(api + "?token=") == 401               # none at all: 401, not 403
+    finally:
+        dashboard.stop()
+    guard = inspect.getsource(server.Dashboard._guard)
+    assert "compare_digest" in guard and "== self.token" not in guard
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_half_sent_requests_and_a_flood_of_connections_never_take_the_server(capfd):
     """Clients that open connections and send half a request (slowloris) are capped per
     client and closed once their request is late; a stream under way is never cut; the
