@@ -78,3 +78,44 @@ def test_alerts_carry_thumbnail_and_clip_rounded_values_and_a_session_end(tmp_pa
     assert abs(end["duration_s"] - (end["end_time_s"] - end["start_time_s"])) <= 0.0011
     assert alerts[-1]["frames"] == 300 and alerts[-1]["events"] == 1
     assert alerts[-1]["results"] == str(folder.resolve())
+
+
+def test_events_jsonl_is_the_watch_folders_history_and_a_run_replaces_it(tmp_path):
+    """The user watches a clip into a folder, watches again into the same folder (as a
+    restarted service does), then runs `videvent run` into it. events.jsonl keeps every watch
+    session's events, each line naming its session, and the latest session's lines are
+    exactly events.json's events; a run replaces what the watches made, events.jsonl too, so
+    the folder never holds two documents that disagree."""
+    path, _ = sample("walker")
+    out = tmp_path / "live"
+
+    def logged():
+        return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+
+    def summary():
+        return json.loads((out / "events.json").read_text())
+
+    sessions = []
+    for _ in range(2):
+        result = run_cli("watch", path, "-d", out, "-q", "--no-clips")
+        assert result.returncode == 0, result.stderr
+        document = summary()
+        assert document["events"], "the walker's visit is an event"
+        sessions.append((document["session_started"], document["events"]))
+    (first, first_events), (second, second_events) = sessions
+    assert first != second
+    lines = logged()
+    assert [line["session_started"] for line in lines] == \
+        [first] * len(first_events) + [second] * len(second_events)
+    key = ("number", "start_frame", "end_frame")
+    for started, events in sessions:       # each session's lines are its events.json's events
+        assert [[line[k] for k in key] for line in lines if line["session_started"] == started] \
+            == [[event[k] for k in key] for event in events]
+
+    result = run_cli("run", path, "-d", out, "-q", "--start-time", "250")
+    assert result.returncode == 0, result.stderr
+    assert not (out / "events.jsonl").exists()       # the watches' history: replaced
+    assert summary()["events"] == [] and "session_started" not in summary()
+    # A watch after the run starts the history afresh.
+    assert run_cli("watch", path, "-d", out, "-q", "--no-clips").returncode == 0
+    assert {line["session_started"] for line in logged()} == {summary()["session_started"]}

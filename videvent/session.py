@@ -8,7 +8,10 @@ events as they are decided. A frame's fate is therefore the same whatever the fr
 
 A live session (``live=True``) may run for weeks: completed events are appended to
 ``events.jsonl`` as they end and the summary document keeps only the latest of them, so
-memory and the I/O per event stay bounded.
+memory and the I/O per event stay bounded. ``events.jsonl`` is the folder's history: a later
+live session into the same folder appends to it (each line names the session it is of, by
+``session_started``, as ``events.json`` does), while ``events.json`` is the latest session's;
+a ``run`` into the folder replaces both (``output.names.RESULT_FILES``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import os
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import cv2
@@ -211,6 +215,9 @@ class Session:
         self._pending: deque = deque()   # (frame, score) not yet decided by the segmenter
         self._open: Event | None = None  # the event whose core the last frames were in
         self._log = None
+        # When this session started (UTC): in events.json and on each of its events.jsonl
+        # lines, which may follow those of earlier sessions into the same folder.
+        self.started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         if live and summary_path is not None:
             self._log = open(summary_path.with_name(EVENTS_LOG), "a", encoding="utf-8")
         source = run.source
@@ -308,7 +315,8 @@ class Session:
         self.events_completed += 1
         if self._log is not None:
             self._guarded(self.summary_path.with_name(EVENTS_LOG), self._append_log,
-                          json.dumps({**event.to_dict(), **files}) + "\n")
+                          json.dumps({**event.to_dict(), **files,
+                                      "session_started": self.started}) + "\n")
         if self.live and self.summary_path is not None:
             self._guarded(self.summary_path, self.write_summary)
 
@@ -396,6 +404,7 @@ class Session:
         document = self.result().to_dict()
         if self.live:
             document["source_events"] = list(self.source_events)
+            document["session_started"] = self.started
             document.update(self.summary_extra() if self.summary_extra else {})
         # Under a temporary name, renamed into place (removed if writing fails: a full disk).
         write_atomically(self.summary_path, lambda temporary: write_events(temporary, document))

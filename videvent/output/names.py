@@ -11,9 +11,11 @@ from pathlib import Path
 from .clips import ANNOTATED_NAME
 
 # Everything a run or an export writes into a result folder (event clips aside, whose names
-# the user chooses): a new run replaces all of them, so nothing stale stays beside it.
-RESULT_FILES = ("scores.csv", "events.json", "residuals.png", "report.html", "thumbnails",
-                "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
+# the user chooses): a new run replaces all of them, so nothing stale stays beside it. A
+# watch's events.jsonl too: a run writes none, and one left there would list another
+# session's events beside the run's events.json.
+RESULT_FILES = ("scores.csv", "events.json", "events.jsonl", "residuals.png", "report.html",
+                "thumbnails", "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
 
 
 class OutputNameError(ValueError):
