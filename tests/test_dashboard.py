@@ -394,6 +394,39 @@ def test_a_wrong_token_of_the_same_length_is_refused_in_constant_time(capfd):
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_requests_too_long_for_the_parser_are_a_400_and_one_line_without_the_token(capfd):
+    """A request line or a header past 8190 bytes, 200 headers, a TLS greeting sent to plain
+    HTTP: aiohttp refuses each before any handler (400), and says so in one line on stderr,
+    never a traceback, never quoting the request (whose address may hold the token)."""
+    import socket
+
+    token = "s3cret-token-in-the-address"
+    dashboard = Dashboard(token=token)
+    dashboard.start()
+    requests = [
+        b"GET /api/cameras?token=" + token.encode() + b"&x=" + b"a" * 9000
+        + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"a" * 9000 + b"\r\n\r\n",
+        b"GET /api/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + b"".join(b"X-%d: 1\r\n" % i for i in range(200)) + b"\r\n",
+        b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + bytes(50),
+    ]
+    try:
+        for request in requests:
+            with socket.create_connection(("127.0.0.1", dashboard.port), timeout=10) as raw:
+                raw.sendall(request)
+                assert raw.recv(100).split(b" ")[1] == b"400", request[:40]
+        # The server is unharmed and answers the next request.
+        assert status_of(f"http://127.0.0.1:{dashboard.port}/api/cameras?token={token}") == 200
+    finally:
+        dashboard.stop()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and token not in err and "aaaa" not in err
+    lines = err.splitlines()
+    assert len(lines) >= 3 and all(line.startswith("videvent: dashboard: ") for line in lines)
+    assert any("Too many headers" in line for line in lines)
+
+
 def test_half_sent_requests_and_a_flood_of_connections_never_take_the_server(capfd):
     """Clients that open connections and send half a request (slowloris) are capped per
     client and closed once their request is late; a stream under way is never cut; the

@@ -32,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
+import re
 import secrets
 import socket
 import ssl
@@ -53,6 +55,29 @@ KEEPALIVE_S = 15.0
 LISTENER_BACKLOG = 2000       # messages queued for one slow page before the oldest go
 SHUTDOWN_S = 2.0
 MAX_REGION_BODY = 64 * 1024   # a region editor's polygons, in bytes: hundreds of points
+
+
+class _OneLine(logging.Handler):
+    """aiohttp's own log of a request it refused before any handler (a request line or header
+    longer than 8190 bytes, more than 128 headers, bytes that are no HTTP): one line on
+    stderr, as the handlers' failures are, never its traceback nor the bytes it quotes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        what = record.getMessage()
+        if error is not None:
+            detail = getattr(error, "message", None) or str(error)
+            # Not the bytes it quotes: a request line may hold the token.
+            detail = re.split(r":? (?:bytearray\()?b['\"]", detail)[0]
+            what += f": {type(error).__name__}: {detail}"
+        print(f"videvent: dashboard: {' '.join(what.split())[:240]}", file=sys.stderr)
+
+
+_HTTP_LOG = logging.getLogger("videvent.dashboard.http")
+_HTTP_LOG.propagate = False
+_HTTP_LOG.setLevel(logging.WARNING)
+if not _HTTP_LOG.handlers:
+    _HTTP_LOG.addHandler(_OneLine())
 
 
 def is_loopback(host: str) -> bool:
@@ -202,7 +227,7 @@ class Dashboard:
             web.static("/static", STATIC_DIR, follow_symlinks=False),
         ])
         self._runner = self.limits.runner(app, handle_signals=False, access_log=None,
-                                          shutdown_timeout=SHUTDOWN_S)
+                                          shutdown_timeout=SHUTDOWN_S, logger=_HTTP_LOG)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._tls)
         try:
