@@ -173,3 +173,35 @@ def test_every_front_end_opens_its_source_in_one_place():
              for number, line in enumerate(path.read_text().splitlines(), 1)
              if "open_source(" in line and "def open_source" not in line]
     assert calls == ["videvent/pipeline.py:" + calls[0].rsplit(":", 1)[1]] and len(calls) == 1
+
+
+def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
+    """The limits the README promises are the code's: connections in all and per client, the
+    request timeout, the region editor's body and point caps, the MQTT event queue; what is
+    redacted; and how to serve the dashboard behind a reverse proxy (what it streams)."""
+    from videvent.dashboard import connections, server
+    from videvent.output import mqtt
+    from videvent.regions import MAX_POINTS
+
+    readme = (ROOT / "README.md").read_text()
+    guarantees = readme.split("### Guarantees", 1)[1].split("\n### ", 1)[0]
+    flat = " ".join(guarantees.split())
+    assert f"at most {connections.MAX_CONNECTIONS} connections in all" in flat
+    assert f"{connections.MAX_PER_CLIENT} from one client address" in flat
+    assert f"within {connections.REQUEST_TIMEOUT_S:g} s" in flat
+    assert f"at most {server.MAX_REGION_BODY // 1024} KiB" in flat
+    assert f"3 to {MAX_POINTS:,}".replace(",", " ") + " points" in flat
+    assert f"{mqtt.EVENT_QUEUE_LENGTH:,}".replace(",", " ") + " messages" in flat
+    for redacted in ("password", "query parameter", "VIDEVENT_MQTT_PASSWORD", "token",
+                     "constant time"):
+        assert redacted in flat, redacted
+    dashboard = " ".join(readme.split("### The live dashboard", 1)[1]
+                         .split("\n### ", 1)[0].split())
+    assert "Behind a reverse proxy" in dashboard and "```nginx" in dashboard
+    for fact in ("proxy_pass http://127.0.0.1:", "proxy_buffering off", "/api/stream",
+                 "/cameras/N/mjpeg", "X-Forwarded-For", "not trusted", "no WebSocket"):
+        assert fact in dashboard, fact
+    code = "".join(path.read_text() for path in (ROOT / "videvent/dashboard").rglob("*")
+                   if path.suffix in (".py", ".js"))
+    assert "text/event-stream" in code and "multipart/x-mixed-replace" in code
+    assert "x-forwarded" not in code.lower() and "websocket" not in code.lower()
