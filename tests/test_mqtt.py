@@ -4,6 +4,7 @@ holds up its caller; what never reached the broker is counted in each session's
 events.json; over TLS (issue 28), with a private certificate authority made by openssl for
 the test: trusted with --mqtt-ca, and refused when it is not the broker's."""
 
+import contextlib
 import getpass
 import os
 import json
@@ -425,6 +426,24 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
         assert "WrongPw" not in result.stderr + result.stdout
 
 
+@contextlib.contextmanager
+def tls_broker_and_subscriber(tmp_path):
+    """A mosquitto serving TLS with a certificate of a fresh authority, and a subscriber on it
+    that trusts that authority: (authority, broker, subscriber)."""
+    authority = certificate_authority(tmp_path / "authority", "videvent test CA")
+    broker = Broker(tmp_path, tls=server_certificate(tmp_path, authority))
+    subscriber = None
+    try:
+        broker.start()
+        subscriber = Subscriber(broker.port, ca=authority[0])
+        subscriber.wait_until_subscribed()
+        yield authority, broker, subscriber
+    finally:
+        if subscriber is not None:
+            subscriber.close()
+        broker.stop()
+
+
 def watch_over_tls(clip, port, ca, out):
     """``videvent watch CLIP --mqtt mqtts://127.0.0.1:PORT --mqtt-ca CA``, as a user runs it."""
     return subprocess.run(
@@ -439,13 +458,7 @@ def test_watch_publishes_over_tls_to_a_broker_signed_by_the_ca_it_is_given(tmp_p
     """A private certificate authority's broker on mqtts://: with --mqtt-ca, the watch's
     event messages reach a subscriber (itself on TLS), and none is recorded lost."""
     clip, truth = sample("walker")
-    authority = certificate_authority(tmp_path / "authority", "videvent test CA")
-    broker = Broker(tmp_path, tls=server_certificate(tmp_path, authority))
-    subscriber = None
-    try:
-        broker.start()
-        subscriber = Subscriber(broker.port, ca=authority[0])
-        subscriber.wait_until_subscribed()
+    with tls_broker_and_subscriber(tmp_path) as (authority, broker, subscriber):
         done = watch_over_tls(clip, broker.port, authority[0], tmp_path / "out")
         assert done.returncode == 0, done.stderr
         assert "MQTT" not in done.stderr
@@ -459,10 +472,6 @@ def test_watch_publishes_over_tls_to_a_broker_signed_by_the_ca_it_is_given(tmp_p
                             lambda p: p == b"finished")
         document = json.loads((tmp_path / "out" / "events.json").read_text())
         assert document[LOST_KEY] == 0
-    finally:
-        if subscriber is not None:
-            subscriber.close()
-        broker.stop()
 
 
 @needs_broker
@@ -474,14 +483,8 @@ def test_a_broker_whose_certificate_is_not_trusted_is_said_and_the_watch_ends_no
     0 and counts its event messages as lost. A certificate of the right authority for
     another host name is refused too: verification is never turned off."""
     clip = sample("walker")[0]
-    authority = certificate_authority(tmp_path / "authority", "videvent test CA")
     stranger = certificate_authority(tmp_path / "stranger", "another CA")
-    broker = Broker(tmp_path, tls=server_certificate(tmp_path, authority))
-    subscriber = None
-    try:
-        broker.start()
-        subscriber = Subscriber(broker.port, ca=authority[0])
-        subscriber.wait_until_subscribed()
+    with tls_broker_and_subscriber(tmp_path) as (authority, broker, subscriber):
         refused = watch_over_tls(clip, broker.port, stranger[0], tmp_path / "out")
         assert refused.returncode == 0, refused.stderr
         said = [line for line in refused.stderr.splitlines() if "MQTT broker" in line]
@@ -496,10 +499,6 @@ def test_a_broker_whose_certificate_is_not_trusted_is_said_and_the_watch_ends_no
         assert "Traceback" not in refused.stderr
         # The trusted subscriber, connected all along, got nothing from it.
         assert subscriber.messages == []
-    finally:
-        if subscriber is not None:
-            subscriber.close()
-        broker.stop()
 
     misnamed_folder = tmp_path / "misnamed"
     misnamed_folder.mkdir()
