@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -398,6 +399,35 @@ def test_a_rerun_replaces_every_earlier_result(tmp_path):
     assert not (out / "compare.csv").exists()       # from the first run: gone
     assert list((out / "thumbnails").iterdir()) == []  # no events after frame 250
     assert json.loads((out / "events.json").read_text())["events"] == []
+
+
+def test_a_rerun_whose_earlier_files_cannot_be_removed_says_where_they_are_left(tmp_path):
+    """An earlier result's thumbnail made immutable (chattr +i): the rerun's results are whole
+    in the folder, the earlier files that could not be removed are kept together in one
+    folder beside it that the single error line names, and the exit is 1 (the folder is not
+    clean as asked); nothing else is left half-written."""
+    path, _ = sample("walker")
+    out = tmp_path / "result"
+    assert run_cli("run", path, "-d", out, "-q").returncode == 0
+    pinned = next((out / "thumbnails").iterdir())
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", str(pinned)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (it needs root on ext2/3/4, xfs or btrfs)")
+    try:
+        result = run_cli("run", path, "-d", out, "-q")
+        left = [entry for entry in tmp_path.iterdir() if entry.name.endswith("-old.partial")]
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in result.stderr
+        assert len(left) == 1 and str(left[0]) in lines[0]
+        assert (left[0] / "thumbnails" / pinned.name).is_file()
+        assert (out / ".videvent-complete").is_file()
+        assert json.loads((out / "events.json").read_text())["events"]
+        assert sorted(entry.name for entry in tmp_path.iterdir()) == sorted(
+            ["result", left[0].name])
+    finally:
+        for stuck in tmp_path.rglob(pinned.name):
+            subprocess.run(["chattr", "-i", str(stuck)], capture_output=True)
 
 
 def _walker_frames(count=None):
