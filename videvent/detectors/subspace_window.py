@@ -171,7 +171,8 @@ class SceneJudge:
             # Blocks that follow a gradual change are light to the events, but still unusual
             # to the model: what it learns there while they follow (a person whose arrival
             # moved the exposure) must count against the presence share, not as background.
-            unusual_to_model = np.where(self.regions.following_, raw_z, z)
+            if self.regions.following_.any():
+                unusual_to_model = np.where(self.regions.following_, raw_z, z)
             if self._scene_changed(z):
                 # The whole scene changed and stayed so (a light switched and left on, most
                 # blocks static at once), and nothing in it moves: rebuild from the recent
