@@ -2,7 +2,8 @@
 retained status and snapshot, and a broker that dies and comes back while the sink never
 holds up its caller; what never reached the broker is counted in each session's
 events.json; over TLS (issue 28), with a private certificate authority made by openssl for
-the test: trusted with --mqtt-ca, and refused when it is not the broker's."""
+the test: trusted with --mqtt-ca, and refused when it is not the broker's; Home Assistant's
+discovery, motion state and score, and events whose pictures the dashboard serves (issue 29)."""
 
 import contextlib
 import getpass
@@ -16,8 +17,11 @@ import sys
 import threading
 import time
 import types
+import urllib.request
+from pathlib import Path
 
 import cv2
+import jinja2
 import numpy as np
 import paho.mqtt.client as paho
 import pytest
@@ -126,9 +130,9 @@ def broker(tmp_path):
 
 
 class Subscriber:
-    """A paho client that records every message under ``videvent/#``."""
+    """A paho client that records every message under ``videvent/#`` (and ``topics``)."""
 
-    def __init__(self, port, session=None, login=None, ca=None):
+    def __init__(self, port, session=None, login=None, ca=None, topics=("videvent/#",)):
         """``session``: a client id whose session the broker keeps while it is away;
         ``login``: (user, password); ``ca``: over TLS, trusting this certificate authority."""
         self.messages = []
@@ -140,7 +144,8 @@ class Subscriber:
             self.client.username_pw_set(*login)
         if ca is not None:
             self.client.tls_set(ca_certs=str(ca))
-        self.client.on_connect = lambda client, *_: client.subscribe("videvent/#", qos=1)
+        self.client.on_connect = lambda client, *_: client.subscribe(
+            [(topic, 1) for topic in topics])
         self.client.on_subscribe = lambda *_: self.subscribed.set()
         self.client.on_message = self._record
         self.client.reconnect_delay_set(1, 2)
@@ -162,6 +167,18 @@ class Subscriber:
                         return message
                 left = deadline - time.monotonic()
                 assert left > 0, f"no message on {topic}: got {[m.topic for m in self.messages]}"
+                self.arrived.wait(left)
+
+    def payloads(self, topic, count):
+        """The payloads of the first ``count`` messages on ``topic``, once they are here."""
+        deadline = time.monotonic() + PATIENCE_S
+        with self.arrived:
+            while True:
+                payloads = [m.payload for m in self.messages if m.topic == topic]
+                if len(payloads) >= count:
+                    return payloads[:count]
+                left = deadline - time.monotonic()
+                assert left > 0, f"{len(payloads)} of {count} messages on {topic}: {payloads}"
                 self.arrived.wait(left)
 
     def wait_until_subscribed(self):
@@ -524,8 +541,8 @@ def test_a_broker_whose_certificate_is_not_trusted_is_said_and_the_watch_ends_no
 
 def test_a_bad_mqtt_ca_or_one_without_mqtts_is_one_line_and_exit_2(tmp_path):
     """A --mqtt-ca file missing or holding no certificate, from the command line or the
-    config file, and --mqtt-ca without an mqtts:// broker: one line, exit 2, before anything
-    is written (and never the password of the address)."""
+    config file, --mqtt-ca without an mqtts:// broker, and a discovery prefix with a wildcard:
+    one line, exit 2, before anything is written (and never the password of the address)."""
     clip = str(sample("walker")[0])
     not_pem = tmp_path / "notes.txt"
     not_pem.write_text("not a certificate\n")
@@ -540,13 +557,15 @@ def test_a_bad_mqtt_ca_or_one_without_mqtts_is_one_line_and_exit_2(tmp_path):
             (["-c", str(config)], "no-such-ca.pem"),
             (["--mqtt", "ha:S3cretPw@127.0.0.1:1883", "--mqtt-ca", str(not_pem)],
              "--mqtt-ca is for a broker reached over TLS"),
-            (["--mqtt-ca", str(not_pem)], "--mqtt-ca is for a broker reached over TLS")]:
+            (["--mqtt-ca", str(not_pem)], "--mqtt-ca is for a broker reached over TLS"),
+            (["--mqtt", "127.0.0.1:1883", "--mqtt-discovery", "home/#"], "without '+' or '#'")]:
         result = subprocess.run([sys.executable, "-m", "videvent", "watch", clip, "-q",
                                  "-d", str(out), *options], capture_output=True, text=True,
                                 timeout=120)
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-        assert "--mqtt-ca" in result.stderr and message in result.stderr, result.stderr
+        named = "--mqtt-discovery" if "--mqtt-discovery" in options else "--mqtt-ca"
+        assert named in result.stderr and message in result.stderr, result.stderr
         assert "S3cretPw" not in result.stderr + result.stdout
         assert not out.exists()
 
@@ -582,3 +601,128 @@ def test_each_cameras_events_json_counts_its_own_undelivered_event_messages(tmp_
     # Each camera saw the walker's crossing: at least its "new" and its "end".
     assert all(count >= 2 for count in counts.values()), counts
     assert sum(counts.values()) == int(total.group(1))
+
+
+HOME_ASSISTANT_ENTITIES = [("binary_sensor", "motion"), ("sensor", "score"),
+                           ("camera", "snapshot")]
+MOSQUITTO_SUB = shutil.which("mosquitto_sub")
+
+
+@needs_broker
+def test_home_assistant_discovers_the_camera_and_follows_its_motion_and_score(broker):
+    """What Home Assistant reads: one device per camera with three entities, their
+    availability as HA's Jinja2 renders it, a retained ON/OFF motion state, the score at most
+    once a second of video, and event messages with a label and rounded numbers."""
+    broker.start()
+    subscriber = Subscriber(broker.port, topics=("videvent/#", "homeassistant/#"))
+    sink = MqttSink.connect(f"127.0.0.1:{broker.port}", "front door")
+    try:
+        sink.on_start(types.SimpleNamespace(camera="front door", threshold=7.0))
+        configs = {component: json.loads(subscriber.wait_for(
+            f"homeassistant/{component}/videvent_front_door/{key}/config").payload)
+            for component, key in HOME_ASSISTANT_ENTITIES}
+        motion, score, snapshot = (configs[c] for c, _ in HOME_ASSISTANT_ENTITIES)
+        assert motion["device_class"] == "motion"
+        assert motion["state_topic"] == "videvent/front_door/motion"
+        assert (motion["payload_on"], motion["payload_off"]) == ("ON", "OFF")
+        assert score["state_topic"] == "videvent/front_door/score"
+        assert snapshot["topic"] == "videvent/front_door/snapshot"
+        assert len({config["unique_id"] for config in configs.values()}) == 3
+        assert {config["device"]["identifiers"][0] for config in configs.values()} == {
+            "videvent_front_door"} and motion["device"]["name"] == "front door"
+        # Available while videvent is online and the camera is neither lost, stalled nor done.
+        available, camera_status = motion["availability"]
+        assert available["topic"] == "videvent/available" and motion["availability_mode"] == "all"
+        assert camera_status["topic"] == "videvent/front_door/status"
+        rendered = jinja2.Environment().from_string(camera_status["value_template"])
+        assert [rendered.render(value=status) for status in
+                ("connected", "back", "lost", "stalled", "finished")] == [
+            "online", "online", "offline", "offline", "offline"]
+
+        sink.on_status("connected", {})
+        for index, frame_score, level in [(0, 2.0, 60), (7, 3.0, 60), (15, 8.456, 120),
+                                          (16, 9.0, 200), (17, 8.5, 90)]:
+            sink.on_frame(*a_frame(index, frame_score, level), 1 if index >= 15 else None)
+        sink.on_event_start(an_event(peak=9.0))
+        subscriber.wait_for("videvent/front_door/motion", lambda p: p == b"ON")
+        sink.on_event_end(an_event(peak=9.4567, peak_frame=16),
+                          {"thumbnail": "/out/event001.jpg", "clip": "/out/event001.mp4"})
+        end = json.loads(subscriber.wait_for(
+            "videvent/events", lambda p: json.loads(p)["type"] == "end").payload)["after"]
+        assert subscriber.payloads("videvent/front_door/motion", 3) == [b"OFF", b"ON", b"OFF"]
+        # The score, two decimals; the latest replaces one still waiting (as every value does).
+        assert subscriber.wait_for("videvent/front_door/score", lambda p: p == b"8.46")
+        assert end["label"] == "motion" and end["has_clip"] is True
+        assert end["peak_score"] == 9.46 and end["start_time"] == round(end["start_time"], 3)
+        assert end["thumbnail_url"] is None and end["clip_url"] is None   # no dashboard
+        late = Subscriber(broker.port, topics=("videvent/#", "homeassistant/#"))
+        try:   # what Home Assistant reads when it starts after videvent: all retained
+            assert late.wait_for("videvent/front_door/motion").payload == b"OFF"
+            assert late.wait_for("homeassistant/binary_sensor/videvent_front_door/motion/config"
+                                 ).retain
+        finally:
+            late.close()
+    finally:
+        sink.close()
+    subscriber.close()
+
+
+def test_the_score_goes_out_at_most_once_a_second_of_video():
+    published = []
+    recorder = types.SimpleNamespace(
+        topic=lambda *levels: "/".join(("videvent", *levels)),
+        publish=lambda topic, payload, **_: published.append((topic, payload)))
+    sink = MqttSink(recorder, "yard", discovery_prefix=None)
+    sink.on_start(types.SimpleNamespace(camera="yard", threshold=7.0))
+    for index, frame_score in [(0, 2.0), (7, 3.0), (15, 8.456), (16, 9.0), (31, 1.0), (2, 5.0)]:
+        sink.on_frame(*a_frame(index, frame_score, 60), None)     # 15 frames a second
+    # 0 s, then 1.0 s and 2.07 s; a frame back in time (the source restarted) starts again.
+    assert [payload for topic, payload in published if topic == "videvent/yard/score"] == [
+        "2.00", "8.46", "1.00", "5.00"]
+    assert not any(topic.startswith("homeassistant/") for topic, _ in published)
+
+
+@needs_broker
+@pytest.mark.timeout(150)
+def test_a_watch_serving_its_dashboard_gives_home_assistant_urls_of_its_pictures(broker,
+                                                                                  tmp_path):
+    """``videvent watch STREAM --mqtt ... --serve 127.0.0.1:0``: the event's thumbnail can be
+    fetched at the address its MQTT message gives while the watch runs, the end message names
+    the clip's address, and ``mosquitto_sub`` (as the README shows) sees the discovery."""
+    broker.start()
+    subscriber = Subscriber(broker.port, topics=("videvent/#", "homeassistant/#"))
+    camera = Stream()
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "videvent", "watch", camera.url, "-d", tmp_path / "live",
+         "--mqtt", f"127.0.0.1:{broker.port}", "--serve", "127.0.0.1:0", "-dt", "12s", "-q"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        new = json.loads(subscriber.wait_for(
+            "videvent/events", lambda p: json.loads(p)["type"] == "new").payload)["after"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/cameras/0/events/1/thumbnail",
+                            new["thumbnail_url"])
+        with urllib.request.urlopen(new["thumbnail_url"], timeout=PATIENCE_S) as response:
+            assert response.headers["Content-Type"] == "image/jpeg"
+            picture = cv2.imdecode(np.frombuffer(response.read(), np.uint8), cv2.IMREAD_COLOR)
+        assert picture is not None and picture.size > 0
+        end = json.loads(subscriber.wait_for(
+            "videvent/events", lambda p: json.loads(p)["type"] == "end").payload)["after"]
+        assert end["has_clip"] and Path(end["clip"]).is_file()
+        assert end["clip_url"] == new["thumbnail_url"].replace("/thumbnail", "/clip")
+        camera_id = topic_name(new["camera"])
+        subscriber.wait_for(f"homeassistant/binary_sensor/videvent_{camera_id}/motion/config")
+        if MOSQUITTO_SUB is not None:
+            seen = subprocess.run([MOSQUITTO_SUB, "-h", "127.0.0.1", "-p", str(broker.port),
+                                   "-t", "homeassistant/#", "-v", "-C", "3", "-W", "20"],
+                                  capture_output=True, text=True, timeout=60)
+            topics = sorted(line.split(" ", 1)[0] for line in seen.stdout.splitlines())
+            assert topics == sorted(f"homeassistant/{component}/videvent_{camera_id}/{key}/config"
+                                    for component, key in HOME_ASSISTANT_ENTITIES)
+        assert watch.wait(timeout=90) == 0, watch.stderr.read()
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        watch.stderr.close()
+        camera.stop()
+        subscriber.close()

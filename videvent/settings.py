@@ -239,8 +239,11 @@ WATCH_SPECS: dict[str, Spec] = {
                     "authorities of this PEM file (a private CA) instead of the system's.",
                     optional=True, metavar="FILE"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
+    "mqtt_discovery": Spec("text", "Announce each camera to Home Assistant under this MQTT "
+                           "discovery prefix ('off': do not).", metavar="PREFIX"),
 }
-WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent"}
+WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent",
+                                  "mqtt_discovery": "homeassistant"}
 ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
 
 

@@ -22,7 +22,7 @@ from ..output.folder import public_name
 from ..output.names import OutputNameError, check_outputs
 from ..output.report import write_plot, write_report
 from ..pipeline import default_out_dir, detect, frame_range
-from ..settings import METHODS, SettingError, Settings
+from ..settings import METHODS, NEVER, SettingError, Settings
 from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
@@ -255,7 +255,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
           on_event: str | None, webhook: str | None, serve: str | None,
           serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
           serve_key: str | None, mqtt: str | None, mqtt_ca: str | None, mqtt_prefix: str,
-          **options) -> None:
+          mqtt_discovery: str, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -283,6 +283,8 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         raise click.UsageError("--mqtt-ca is for a broker reached over TLS: give --mqtt "
                                "mqtts://HOST[:PORT] with it, or leave --mqtt-ca out")
     mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
+    mqtt_discovery = (None if mqtt_discovery.strip().lower() in NEVER
+                      else _parsed("--mqtt-discovery", check_prefix, mqtt_discovery))
     config = click.get_current_context().meta.get(CONFIG_PATH)
     try:
         cameras = name_cameras(sources, settings, load_cameras(config) if config else {})
@@ -328,7 +330,12 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]
         if publisher is not None:
             from ..output.mqtt import MqttSink
-            sinks.append(MqttSink(publisher, camera.name))
+            media_url = None
+            if dashboard is not None:
+                index = sinks[0].camera.index
+                media_url = lambda number, kind: dashboard.media_url(index, number, kind)  # noqa: E731
+            sinks.append(MqttSink(publisher, camera.name, discovery_prefix=mqtt_discovery,
+                                  media_url=media_url))
         return sinks
 
     problem, stuck = None, False

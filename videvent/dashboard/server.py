@@ -196,6 +196,13 @@ class Dashboard:
                     + (f"?token={self.token}" if self.token else ""))
         return self.url
 
+    def media_url(self, camera_index: int, number: int, kind: str) -> str | None:
+        """The web address of an event's ``thumbnail`` or ``clip`` once serving (None before),
+        without the token: it goes to other programs (MQTT), which send it in a header."""
+        if self.url is None:
+            return None
+        return f"{self.url.split('?')[0]}cameras/{camera_index}/events/{number}/{kind}"
+
     def stop(self) -> None:
         """End the streams, the server and the cameras' encoder threads."""
         for sink in self._sinks:

@@ -29,6 +29,21 @@ since that is what Home Assistant users know:
     JPEG of the open event's peak frame, at its start and again at its end. Retained.
 ``<prefix>/<camera>/stats``
     ``{"fps", "dropped", "latency_ms"}`` about once a second (live front ends).
+``<prefix>/<camera>/motion``
+    ``ON`` while an event is open, ``OFF`` otherwise (``OFF`` from the start). Retained.
+``<prefix>/<camera>/score``
+    The frame's score, two decimals, at most once a second of video.
+
+Home Assistant finds each camera by MQTT discovery (``--mqtt-discovery``, its default prefix
+``homeassistant``; ``off`` for none): retained ``config`` messages under
+``<discovery>/<component>/videvent_<camera>/<key>/config`` describe one device per camera
+with a ``binary_sensor`` (motion, the ``motion`` topic), a ``sensor`` (the score) and a
+``camera`` (the snapshot). Each is available while ``<prefix>/available`` is ``online`` and
+the camera's status is neither ``lost``, ``stalled`` nor ``finished``. Event messages carry
+``label`` (``motion``), ``has_clip`` and, when the dashboard serves them (``--serve``), the
+web addresses of the thumbnail and clip (``thumbnail_url``, ``clip_url``; without the token,
+which a client sends in its ``Authorization: Bearer`` header). Numbers are rounded: times to
+the millisecond, scores to two decimals, stats to one.
 
 Nothing here ever blocks the caller for long: messages wait in memory for a thread of their
 own to hand them to paho-mqtt while connected; paho's own thread connects, reconnects with
@@ -58,11 +73,17 @@ import cv2
 import numpy as np
 import paho.mqtt.client as paho
 
+from .._version import __version__
 from .sink import Sink
 
 DEFAULT_PORT = 1883
 PASSWORD_VARIABLE = "VIDEVENT_MQTT_PASSWORD"
 DEFAULT_PREFIX = "videvent"
+DISCOVERY_PREFIX = "homeassistant"       # Home Assistant's own default
+SCORE_EVERY_S = 1.0                      # the score topic: at most one value a second of video
+MOTION_ON, MOTION_OFF = "ON", "OFF"      # Home Assistant's binary_sensor defaults
+# Statuses in which a camera is not there for Home Assistant (``connected``, ``back``: it is).
+UNAVAILABLE_STATUSES = ("lost", "stalled", "finished")
 EVENT_QUEUE_LENGTH = 10_000              # event messages waiting for the broker, at most
 KEEPALIVE_S = 30
 RECONNECT_DELAY_S = (1, 10)              # paho's back-off: first and longest wait
@@ -357,13 +378,21 @@ class MqttSink(Sink):
 
     ``publisher``: the shared connection (``MqttSink.connect`` makes one this sink owns and
     closes). ``camera``: the name in topics and ids; by default the session's camera name.
+    ``discovery_prefix``: where Home Assistant's discovery messages go (None: none).
+    ``media_url(number, kind)``: the web address of an event's ``thumbnail`` or ``clip``
+    (the dashboard's), or None.
     """
 
     def __init__(self, publisher: MqttPublisher, camera: str | None = None, *,
-                 owns_publisher: bool = False):
+                 owns_publisher: bool = False,
+                 discovery_prefix: str | None = DISCOVERY_PREFIX,
+                 media_url: Callable[[int, str], str | None] | None = None):
         self.publisher = publisher
         self.camera = camera
         self._owns_publisher = owns_publisher
+        self.discovery_prefix = discovery_prefix
+        self._media_url = media_url
+        self._score_time: float | None = None          # source time of the last score sent
         self._clock_offset: float | None = None        # Unix time - source time
         self._published: dict[int, dict] = {}          # open events, as last published
         self._last_update: dict[int, float] = {}
@@ -374,7 +403,8 @@ class MqttSink(Sink):
     @classmethod
     def connect(cls, address: str, camera: str | None = None, *,
                 prefix: str = DEFAULT_PREFIX,
-                ca_file: str | os.PathLike | None = None) -> "MqttSink":
+                ca_file: str | os.PathLike | None = None,
+                discovery_prefix: str | None = DISCOVERY_PREFIX) -> "MqttSink":
         """A sink with a connection of its own to ``address`` (``parse_mqtt_address``;
         ``ca_file``: the certificate authorities an ``mqtts://`` broker is checked against;
         ValueError if either is wrong)."""
@@ -382,7 +412,7 @@ class MqttSink(Sink):
         return cls(MqttPublisher(broker.host, broker.port, prefix=check_prefix(prefix),
                                  username=broker.username, password=broker.password,
                                  tls=broker.tls, ca_file=ca_file), camera,
-                   owns_publisher=True)
+                   owns_publisher=True, discovery_prefix=discovery_prefix)
 
     def _topic(self, *levels: str) -> str:
         return self.publisher.topic(topic_name(self.camera or "camera"), *levels)
@@ -392,10 +422,17 @@ class MqttSink(Sink):
         if self.camera is None:
             self.camera = str(getattr(info, "camera", None) or getattr(info, "name", "camera"))
         self._threshold = float(getattr(info, "threshold", self._threshold))
+        if self.discovery_prefix is not None:
+            self._announce()
+        self.publisher.publish(self._topic("motion"), MOTION_OFF, retain=True)
 
     def on_frame(self, frame, score, event_number) -> None:
         if self._clock_offset is None:
             self._clock_offset = time.time() - frame.time_s
+        if (self._score_time is None or frame.time_s < self._score_time
+                or frame.time_s - self._score_time >= SCORE_EVERY_S):
+            self._score_time = frame.time_s
+            self.publisher.publish(self._topic("score"), f"{score.score:.2f}")
         if event_number is None and score.score < self._threshold:
             if not self._published:
                 self._peak = None                      # what rose above it came to nothing
@@ -411,6 +448,7 @@ class MqttSink(Sink):
         after = self._describe(event, ended=False, files={})
         self._publish_event("new", after, after)
         self._publish_snapshot()
+        self.publisher.publish(self._topic("motion"), MOTION_ON, retain=True)
 
     def on_event_update(self, event) -> None:
         now = time.monotonic()
@@ -428,6 +466,7 @@ class MqttSink(Sink):
         self._last_update.pop(event.number, None)
         after = self._describe(event, ended=True, files=files)
         self._publish_event("end", before or after, after)
+        self.publisher.publish(self._topic("motion"), MOTION_OFF, retain=True)
         self._peak = None
 
     def on_status(self, status: str, detail: dict) -> None:
@@ -437,7 +476,9 @@ class MqttSink(Sink):
                                json.dumps(message, default=str), retain=True)
 
     def on_stats(self, stats: dict) -> None:
-        self.publisher.publish(self._topic("stats"), json.dumps(stats, default=str))
+        rounded = {key: round(value, 1) if isinstance(value, float) else value
+                   for key, value in stats.items()}
+        self.publisher.publish(self._topic("stats"), json.dumps(rounded, default=str))
 
     def close(self) -> None:
         if self._owns_publisher:
@@ -448,22 +489,57 @@ class MqttSink(Sink):
         offset = self._clock_offset if self._clock_offset is not None else 0.0
         camera = self.camera or "camera"
         start = offset + event.start_time_s
+        media = self._media_url or (lambda number, kind: None)
         return {
             "id": f"{topic_name(camera)}-{event.number}-{start:.3f}",
             "camera": camera,
             "number": event.number,
-            "start_time": start,
-            "end_time": offset + event.end_time_s if ended else None,
-            "start_time_s": event.start_time_s,
-            "end_time_s": event.end_time_s if ended else None,
+            "label": "motion",
+            "start_time": round(start, 3),
+            "end_time": round(offset + event.end_time_s, 3) if ended else None,
+            "start_time_s": round(event.start_time_s, 3),
+            "end_time_s": round(event.end_time_s, 3) if ended else None,
             "start_timecode": event.to_dict()["start_timecode"],
-            "peak_score": float(event.peak_score),
+            "peak_score": round(float(event.peak_score), 2),
             "peak_frame": int(event.peak_frame),
             "absorbed": bool(event.absorbed),
             "has_snapshot": self._peak is not None,
+            "has_clip": bool(files.get("clip")),
             "thumbnail": files.get("thumbnail"),
             "clip": files.get("clip"),
+            # The dashboard shows an open event's thumbnail before its file is written.
+            "thumbnail_url": media(event.number, "thumbnail"),
+            "clip_url": media(event.number, "clip") if files.get("clip") else None,
         }
+
+    def _announce(self) -> None:
+        """Home Assistant's discovery messages for this camera: one device, three entities."""
+        camera = topic_name(self.camera or "camera")
+        device = {"identifiers": [f"videvent_{camera}"], "name": self.camera or camera,
+                  "manufacturer": "videvent", "model": "event detector",
+                  "sw_version": __version__}
+        unavailable = ", ".join(f"'{status}'" for status in UNAVAILABLE_STATUSES)
+        availability = [
+            {"topic": self.publisher.topic("available")},
+            {"topic": self._topic("status"),
+             "value_template": f"{{{{ 'offline' if value in ({unavailable}) else 'online' }}}}"},
+        ]
+        entities = {
+            ("binary_sensor", "motion"): {"name": "Motion", "device_class": "motion",
+                                          "state_topic": self._topic("motion"),
+                                          "payload_on": MOTION_ON, "payload_off": MOTION_OFF},
+            ("sensor", "score"): {"name": "Score", "state_topic": self._topic("score"),
+                                  "state_class": "measurement"},
+            ("camera", "snapshot"): {"name": "Snapshot", "topic": self._topic("snapshot")},
+        }
+        for (component, key), config in entities.items():
+            unique_id = f"videvent_{camera}_{key}"
+            message = {**config, "unique_id": unique_id, "object_id": unique_id,
+                       "availability": availability, "availability_mode": "all",
+                       "device": device}
+            self.publisher.publish(
+                f"{self.discovery_prefix}/{component}/videvent_{camera}/{key}/config",
+                json.dumps(message), retain=True)
 
     def _publish_event(self, kind: str, before: dict, after: dict) -> None:
         if kind != "end":
