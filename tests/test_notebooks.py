@@ -146,6 +146,8 @@ def test_phase_transition(tmp_path, monkeypatch):
     # threshold does not decide the picture.
     exact_at_most, failed_at_least = summary["error_gap"]
     assert exact_at_most < 1e-10 and failed_at_least > 1e-2
+    # The paper's threshold (1e-3) and the stricter 1e-5 this notebook once used agree.
+    assert summary["threshold"] == 1e-3 and summary["same_at_stricter"]
 
 
 def test_running_time(tmp_path, monkeypatch):
