@@ -21,7 +21,9 @@ pytest.importorskip("ipykernel")
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = ["waving_tree", "compare_scores", "noisy_data", "phase_transition", "running_time",
-         "api_tour"]
+         "api_tour", "hopkins155"]
+# Datasets read from beside the repository, never copied into it.
+HOPKINS155 = NOTEBOOKS.parent.parent / "shared" / "datasets" / "hopkins155"
 TIMEOUT = 300  # seconds per cell
 
 
@@ -74,6 +76,7 @@ FULL_RUN = {
     "phase_transition": lambda results: results["n_trials"] == 20,
     "compare_scores": lambda results: results["n_trials"] == 100,
     "running_time": lambda results: "1000x1500" in results["timings"],
+    "hopkins155": lambda results: results["n_sequences"] == 155,
 }
 
 
@@ -175,6 +178,27 @@ def test_api_tour(tmp_path, monkeypatch):
     assert start <= first + 5 and end >= last - 5
     # The result folder went to the temporary directory, not beside the clip.
     assert (tmp_path / "out" / "walker.videvent" / "report.html").is_file()
+
+
+def test_hopkins155(tmp_path, monkeypatch):
+    if not any(HOPKINS155.glob("*/*_truth.mat")):
+        pytest.skip(f"Hopkins155 ground truth not found at {HOPKINS155} (it is read from beside "
+                    "the repository, never copied into it)")
+    summary = execute("hopkins155", tmp_path, monkeypatch)
+    assert summary["available"]
+    table = summary["table"]
+    for motions in ("2", "3"):
+        assert summary["n_by_motions"][motions] >= 2, motions
+        method = table["SNCP coherences, r_d = 4n"][motions]
+        baseline = table["k-means on the trajectories"][motions]
+        # The closed form's coherences see the motions' subspaces: the median sequence is
+        # segmented with under 10% of its points wrong, and on average far better than k-means
+        # on the same trajectories, which has no subspace model.
+        assert method["median"] < 0.10, motions
+        assert method["mean"] < 0.6 * baseline["mean"], motions
+        # Why r_d = 4n and not the s1/20 rule: the rule keeps fewer directions than the 4 a
+        # single rigid motion spans.
+        assert summary["mean_rule_rank"][motions] < 4, motions
 
 
 def test_drawing_residuals_png_leaves_the_notebook_backend_alone(tmp_path):
