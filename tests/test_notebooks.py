@@ -21,7 +21,7 @@ pytest.importorskip("ipykernel")
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = ["waving_tree", "compare_scores", "noisy_data", "phase_transition", "running_time",
-         "api_tour", "hopkins155"]
+         "api_tour", "hopkins155", "permuted_regression"]
 # Datasets read from beside the repository, never copied into it.
 HOPKINS155 = NOTEBOOKS.parent.parent / "shared" / "datasets" / "hopkins155"
 TIMEOUT = 300  # seconds per cell
@@ -77,6 +77,7 @@ FULL_RUN = {
     "compare_scores": lambda results: results["n_trials"] == 100,
     "running_time": lambda results: "1000x1500" in results["timings"],
     "hopkins155": lambda results: results["n_sequences"] == 155,
+    "permuted_regression": lambda results: results["n_trials"] == 10,
 }
 
 
@@ -199,6 +200,23 @@ def test_hopkins155(tmp_path, monkeypatch):
         # Why r_d = 4n and not the s1/20 rule: the rule keeps fewer directions than the 4 a
         # single rigid motion spans.
         assert summary["mean_rule_rank"][motions] < 4, motions
+
+
+def test_permuted_regression(tmp_path, monkeypatch):
+    summary = execute("permuted_regression", tmp_path, monkeypatch)
+    shares, success = summary["permuted_shares"], summary["success"]
+    assert 0.5 in shares and shares[-1] == 0.9
+    half = shares.index(0.5)
+    # Without robust PCA the permuted rows pull the fit off at every share.
+    for name in ("least squares", "PCA"):
+        assert max(success[name]) == 0.0, name
+    # SNCP recovers B exactly with half the rows permuted, and no method tolerates more
+    # permuted rows than it does at any share.
+    assert success["SNCP"][half] == 1.0
+    for name, rates in success.items():
+        assert all(rate <= sncp for rate, sncp in zip(rates, success["SNCP"])), name
+    # The breakdown: with 90% of the rows permuted no method recovers B.
+    assert all(rates[-1] == 0.0 for rates in success.values())
 
 
 def test_drawing_residuals_png_leaves_the_notebook_backend_alone(tmp_path):
