@@ -167,6 +167,18 @@ def test_running_time(tmp_path, monkeypatch):
             assert measured["runs"] >= 2, (size, name)
             # Every timed fit found the subspace: a time of a wrong answer means nothing.
             assert measured["error"] < 1e-6, (size, name)
+    # The paper's own forms of the scores are timed in the same runs, on every cell, and give
+    # the same subspace (same values, the paper's cost): the explanation of the ratios.
+    assert sorted(summary["paper_forms"]) == sorted(sizes)
+    for size, row in summary["paper_forms"].items():
+        assert set(row) == {"ANCP, paper's form", "SNCP, paper's form", "CoP, paper's form"}
+        for name, measured in row.items():
+            assert measured["runs"] >= 2 and measured["error"] < 1e-6, (size, name)
+    # iSearch's cost model needs the r_d the s1/20 rule keeps on every cell: here the outliers
+    # fill the sphere, so it keeps far more than the subspace's 5 directions.
+    for size in sizes:
+        n_features, n_points = map(int, size.split("x"))
+        assert 5 < summary["rule_rank"][size] <= min(n_features, n_points), size
 
 
 def test_api_tour(tmp_path, monkeypatch):
