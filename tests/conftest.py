@@ -4,8 +4,10 @@ running the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,10 @@ from threadpoolctl import threadpool_limits
 # the tests that drive the detector directly too (two threads fighting over them cost about
 # three times the CPU on these machines). Child processes (the CLI) limit their own.
 threadpool_limits(limits=1, user_api="blas")
+
+# A config file of the user's own (~/.config/videvent/config.toml) would change every CLI run
+# of the tests: they look for it in a folder that has none (their children inherit this).
+os.environ["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "videvent-tests-no-config")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_videos"

@@ -361,6 +361,60 @@ def test_bad_usage_exits_2(tmp_path, options):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_config_file_holds_the_commands_own_options_too(tmp_path):
+    """Every option can go in the config file (issue 29): run's own (the result folder,
+    clips, their names, no plot, quiet) beside the settings, and the command line wins; a
+    watch option (no-clips) is left to watch; a key no command knows is one line, exit 2."""
+    path, _ = sample("walker")
+    config = tmp_path / "videvent.toml"
+    config.write_text('output-dir = "from-config"\nexport-clips = true\n'
+                      'clip-template = "walk_{n}.mp4"\nno-plot = true\nquiet = true\n'
+                      'no-clips = true\nthreshold = 8.0\n')
+    result = run_cli("run", path, "-c", config, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and result.stderr == ""
+    out = tmp_path / "from-config"
+    assert json.loads((out / "events.json").read_text())["settings"]["threshold"] == 8.0
+    assert [clip.name for clip in out.rglob("walk_*.mp4")] == ["walk_1.mp4"]
+    assert not (out / "residuals.png").exists() and not (out / "report.html").exists()
+    result = run_cli("run", path, "-c", config, "-d", tmp_path / "given", cwd=tmp_path)
+    assert result.returncode == 0 and (tmp_path / "given" / "events.json").is_file()
+    config.write_text("quiet = true\nexport-clip = true\n")
+    result = run_cli("run", path, "-c", config, cwd=tmp_path)
+    assert result.returncode == 2 and "unknown setting 'export-clip'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_the_users_own_config_file_is_read_without_c_and_c_replaces_it(tmp_path):
+    """$XDG_CONFIG_HOME/videvent/config.toml, as --help says, is read when -c is not given;
+    -c reads its file instead; a broken one is a one-line error that names it."""
+    path, _ = sample("walker")
+    own = tmp_path / "xdg" / "videvent" / "config.toml"
+    own.parent.mkdir(parents=True)
+    own.write_text("threshold = 40.0\nquiet = true\n")
+    environment = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def videvent(*args):
+        return subprocess.run([sys.executable, "-m", "videvent", *map(str, args)],
+                              capture_output=True, text=True, timeout=600, env=environment)
+
+    assert "config.toml" in videvent("run", "--help").stdout
+    assert videvent("run", path, "-d", tmp_path / "own").returncode == 0
+    document = json.loads((tmp_path / "own" / "events.json").read_text())
+    assert document["settings"]["threshold"] == 40.0 and document["events"] == []
+    other = tmp_path / "other.toml"
+    other.write_text("threshold = 9.0\n")
+    result = videvent("run", path, "-d", tmp_path / "other", "-c", other)
+    assert result.returncode == 0 and result.stdout != ""            # not quiet: not read
+    assert json.loads((tmp_path / "other" / "events.json").read_text())["settings"][
+        "threshold"] == 9.0
+    own.write_text("threshold = \n")
+    result = videvent("run", path, "-d", tmp_path / "broken")
+    assert result.returncode == 2 and str(own) in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "broken").exists()
+
+
 def test_unknown_config_key_is_a_usage_error(tmp_path):
     config = tmp_path / "bad.toml"
     config.write_text("treshold = 3\n")

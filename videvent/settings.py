@@ -315,14 +315,16 @@ def _bounds(spec: Spec) -> str:
     return " and ".join(part for part in (low, high) if part)
 
 
-def load_config(path: str | Path) -> dict:
+def load_config(path: str | Path, options: frozenset[str] = frozenset()) -> dict:
     """Settings from a TOML file: top-level keys or a ``[run]`` table, dashes or underscores.
-    Region files and masks named in it are found from the file's folder.
+    Region files and masks named in it are found from the file's folder. ``options``: other
+    keys the file may hold (a command's own options, underscored), returned as they are, for
+    the command line to check.
 
     Raises ValueError (one line) for unreadable files, TOML errors, unknown keys and values
     a setting cannot take.
     """
-    return _document_settings(_read_toml(path), path)
+    return _document_settings(_read_toml(path), path, options)
 
 
 def _read_toml(path: str | Path) -> dict:
@@ -335,7 +337,8 @@ def _read_toml(path: str | Path) -> dict:
         raise ValueError(f"config file '{path}' is not valid TOML: {error}") from None
 
 
-def _document_settings(document: dict, path: str | Path) -> dict:
+def _document_settings(document: dict, path: str | Path,
+                       options: frozenset[str] = frozenset()) -> dict:
     """``load_config`` on a file already read."""
     table = document.get("run", document)
     if not isinstance(table, dict):
@@ -345,13 +348,15 @@ def _document_settings(document: dict, path: str | Path) -> dict:
         if loose:  # they would be ignored: say so rather than run without them
             raise ValueError(f"config file '{path}': '{loose[0]}' is outside the [run] table; "
                              f"put every setting under [run], or none")
-    return _table_settings(table, f"config file '{path}'", Path(path).parent)
+    return _table_settings(table, f"config file '{path}'", Path(path).parent, options=options)
 
 
-def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True) -> dict:
+def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True,
+                    options: frozenset[str] = frozenset()) -> dict:
     """The settings of one TOML table, checked (files named in it are found in ``folder``);
     tables inside it are left to their readers. ``watch``: the table may hold the whole
-    watch's settings (``WATCH_SPECS``), not only a detection's (a camera's table may not)."""
+    watch's settings (``WATCH_SPECS``), not only a detection's (a camera's table may not).
+    ``options``: other keys it may hold, passed through unchecked (``load_config``)."""
     values = {}
     for key, value in table.items():
         if isinstance(value, dict):
@@ -360,6 +365,9 @@ def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True
         if name in WATCH_SPECS and not watch:
             raise ValueError(f"{where}: '{key}' is the whole watch's, not one camera's: put "
                              f"it above the [cameras.NAME] tables")
+        if name not in ALL_SPECS and name in options:
+            values[name] = value
+            continue
         if name not in ALL_SPECS:
             raise ValueError(f"{where}: unknown setting '{key}'")
         value = never_to_none(name, value) if name in SPECS else value

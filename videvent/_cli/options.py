@@ -6,6 +6,9 @@ types, bounds, defaults and help are not written twice.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
 
 from ..settings import ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS
@@ -28,14 +31,45 @@ def bad_input(error: ValueError) -> BadInput:
 CONFIG_PATH = "videvent.config_path"
 
 
+def default_config_path() -> Path | None:
+    """The user's own config file, read when ``-c`` is not given (the XDG place), if it exists."""
+    folder = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(folder) / "videvent" / "config.toml"
+    return path if path.is_file() else None
+
+
+def _option_keys(command: click.Command) -> dict[str, str]:
+    """The config keys of a command's own options (those not declared as settings): each long
+    flag, underscored, to the option's parameter name."""
+    keys = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and param.expose_value and param.name not in ALL_SPECS:
+            for flag in param.opts:
+                if flag.startswith("--"):
+                    keys[flag[2:].replace("-", "_")] = param.name
+    return keys
+
+
 def _load_config(ctx: click.Context, _param, path):
-    """Eager ``-c`` callback: a TOML file's values become the defaults of the options."""
+    """Eager ``-c`` callback: a TOML file's values become the defaults of the options (the
+    user's default file when ``-c`` is not given). The file may also hold any option of the
+    commands that read it (``output-dir``, ``quiet``...); one another command has is left to
+    it, and a key no command knows is an error."""
     if path is None:
-        return None
+        path = default_config_path()
+        if path is None:
+            return None
+    own = _option_keys(ctx.command)
+    group = ctx.parent.command if ctx.parent is not None else None
+    everyone = set(own)
+    for command in getattr(group, "commands", {}).values():
+        everyone |= set(_option_keys(command))
     try:
-        values = load_config(path)
+        values = load_config(path, frozenset(everyone))
     except ValueError as error:
         raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
+    values = {own.get(name, name): value for name, value in values.items()
+              if name in ALL_SPECS or name in own}
     ctx.default_map = {**(ctx.default_map or {}), **values}
     ctx.meta[CONFIG_PATH] = path   # watch reads its [cameras.NAME] tables
     return path
@@ -77,8 +111,10 @@ def run_options(function):
     """The detector options shared by the commands that run it: ``-c`` and every setting."""
     options = [click.option("-c", "--config", type=click.Path(dir_okay=False), is_eager=True,
                             expose_value=False, callback=_load_config,
-                            help="TOML file of settings (same names as the options; CLI "
-                                 f"wins). A TIME is {TIME_HELP}.")]
+                            help="TOML file of settings and options (same names as the "
+                                 "options; CLI wins). Without -c, "
+                                 "$XDG_CONFIG_HOME/videvent/config.toml (~/.config/videvent/"
+                                 f"config.toml) is read if it exists. A TIME is {TIME_HELP}.")]
     options += [setting_option(name) for name in SPECS]
     for option in reversed(options):
         function = option(function)
