@@ -415,6 +415,16 @@ def test_the_users_own_config_file_is_read_without_c_and_c_replaces_it(tmp_path)
     assert not (tmp_path / "broken").exists()
 
 
+def test_a_threshold_on_dvr_scans_scale_gets_a_hint(tmp_path):
+    """`-t 0.15`, DVR-Scan's default, is a z-score here: said once on stderr (issue 29)."""
+    result = run_cli("run", sample("walker")[0], "-t", "0.15", "--threshold-low", "0.1",
+                     "-d", tmp_path / "out", "-q", "--no-plot")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("DVR-Scan's threshold is on another scale") == 1
+    quiet = run_cli("run", sample("walker")[0], "-t", "6", "-d", tmp_path / "six", "-q")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
 def test_unknown_config_key_is_a_usage_error(tmp_path):
     config = tmp_path / "bad.toml"
     config.write_text("treshold = 3\n")

@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -205,3 +207,16 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
                    if path.suffix in (".py", ".js"))
     assert "text/event-stream" in code and "multipart/x-mixed-replace" in code
     assert "x-forwarded" not in code.lower() and "websocket" not in code.lower()
+
+
+def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
+    """The quick start's result folder, an `-d NAME.out` of the examples and a watch's session
+    folder beside a sample (issue 29): none shows up as a change to commit."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = ["sample_videos/person_visit.videvent/events.json", "person_visit.out/events.json",
+               "sample_videos/videvent-watch-walker-20261127-120000/events.json",
+               "videvent-watch-20261127-120000/door/events.json"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert sorted(ignored.stdout.split()) == sorted(written)

@@ -134,6 +134,12 @@ def settings_from(options: dict) -> Settings:
     values = {name: never_to_none(name, options.pop(name)) for name in list(options)
               if name in SPECS}
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except (TypeError, ValueError) as error:
         raise click.UsageError(str(error)) from None
+    if settings.threshold < 1.0:
+        # DVR-Scan's threshold (0.15 by default) is a share of pixels; ours is a z-score.
+        click.echo(f"videvent: warning: --threshold {settings.threshold:g} is a robust z-score "
+                   f"here (default {DEFAULTS['threshold']:g}); DVR-Scan's threshold is on "
+                   "another scale, and below 1 nearly every frame is an event", err=True)
+    return settings
