@@ -580,6 +580,60 @@ def test_a_watch_without_mqtt_records_no_mqtt_count(tmp_path):
     assert LOST_KEY not in json.loads((tmp_path / "out" / "events.json").read_text())
 
 
+STRACE = shutil.which("strace")
+
+
+def _traced_writes(trace_file, folder) -> list[tuple[str, str]]:
+    """(what, name) of each write, rename and removal of a file in ``folder``, in the order
+    strace saw them: ``what`` is "write" (a name opened for writing or renamed onto) or
+    "remove"."""
+    prefix = re.escape(str(folder)) + "/"
+    steps = []
+    for line in trace_file.read_text().splitlines():
+        if re.search(r"= -1 ", line):
+            continue                                 # a call that failed changed nothing
+        opened = re.search(rf'openat\(AT_FDCWD, "{prefix}([^"/]+)", O_WRONLY', line)
+        renamed = re.search(rf'rename(?:at2?)?\(.*"{prefix}[^"/]+",.*"{prefix}([^"/]+)"', line)
+        removed = re.search(rf'unlink(?:at)?\((?:AT_FDCWD, )?"{prefix}([^"/]+)"', line)
+        for what, match in (("write", opened), ("write", renamed), ("remove", removed)):
+            if match:
+                steps.append((what, match.group(1)))
+    return steps
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace is not installed")
+def test_the_completion_marker_is_written_after_the_mqtt_count(tmp_path):
+    """The count of undelivered event messages is known only once the broker's connection
+    is closed, after the session wrote its folder: events.json is rewritten then, and the
+    completion marker (what a reader trusts to mean "every file is final") is withdrawn
+    first and written again last. Watched with strace: events.json is never written while
+    the marker is there, and at the end the marker is there beside the count."""
+    out, trace = tmp_path / "out", tmp_path / "trace.txt"
+    with socket.socket() as closed:                  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = subprocess.run([STRACE, "-f", "-qq", "-o", str(trace), "-e",
+                           "trace=openat,rename,renameat,renameat2,unlink,unlinkat",
+                           sys.executable, "-m", "videvent", "watch", str(sample("walker")[0]),
+                           "-q", "--mqtt", f"127.0.0.1:{port}",
+                           "-d", str(out)], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    steps = _traced_writes(trace, out)
+    marker_there = False
+    for what, name in steps:
+        if name == ".videvent-complete":
+            marker_there = what == "write"
+        elif name == "events.json" and what == "write":
+            assert not marker_there, "events.json rewritten while the marker said it was final"
+    assert steps[-1] == ("write", ".videvent-complete"), steps[-5:]
+    assert json.loads((out / ".videvent-complete").read_text())["live"] is True
+    # The walker's crossing was one event: at least its "new" and "end" never went out.
+    assert json.loads((out / "events.json").read_text())[LOST_KEY] >= 2
+    assert not [path for path in out.iterdir() if path.name.endswith(".partial")]
+
+
 def test_each_cameras_events_json_counts_its_own_undelivered_event_messages(tmp_path):
     """Two cameras share one connection to a broker that is not there: each camera's
     events.json records the event messages about it that never reached the broker, and

@@ -18,7 +18,7 @@ from .._version import __version__
 from ..export import CLIP_TEMPLATE, export
 from ..output import read_events
 from ..output.events_json import add_to_events
-from ..output.folder import public_name
+from ..output.folder import amending, public_name
 from ..output.names import OutputNameError, check_outputs
 from ..output.report import write_plot, write_report
 from ..pipeline import default_out_dir, detect, frame_range
@@ -382,11 +382,12 @@ def _record_mqtt_losses(publisher, watched: list[tuple[str, Path]]) -> None:
 
     Known only once the connection, shared by every camera, is closed: after the cameras'
     sessions wrote their folders, so the count is added to their events.json then (rewritten
-    whole). A folder that cannot take it is said, one line, and the watch still ends well."""
+    whole, the completion marker again the last file written). A folder that cannot take it is said, one line, and the watch still ends well."""
     for name, folder in watched:
         path = folder / "events.json"
         try:
-            add_to_events(path, {MQTT_LOST_KEY: publisher.never_delivered[name]})
+            with amending(folder):
+                add_to_events(path, {MQTT_LOST_KEY: publisher.never_delivered[name]})
         except OSError as error:
             problem = f"cannot write '{path}': {error.strerror or error}"
         except ValueError as error:             # it names the file already

@@ -24,7 +24,11 @@ import re
 import shutil
 import socket
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+from ..atomic import write_text_atomically
 
 MARKER = ".videvent-result"
 # Written last into a result folder whose every file is written: what a resumed batch trusts.
@@ -84,7 +88,23 @@ def mark(folder: Path) -> None:
 
 def mark_complete(folder: Path, facts: dict) -> None:
     """Say that ``folder`` holds every result it was to hold (``facts``: what made it)."""
-    (folder / COMPLETE).write_text(json.dumps(facts) + "\n", encoding="utf-8")
+    write_text_atomically(folder / COMPLETE, json.dumps(facts) + "\n")
+
+
+@contextmanager
+def amending(folder: Path) -> Iterator[None]:
+    """Change files of a complete ``folder`` inside this block with its completion marker
+    withdrawn meanwhile and written again after, so the marker stays the last thing written:
+    a reader that sees it sees the folder's final files. Should the change fail (its files
+    are written whole, so they are as they were), the marker is put back all the same."""
+    facts = completion(folder)
+    if facts is not None:
+        (folder / COMPLETE).unlink()
+    try:
+        yield
+    finally:
+        if facts is not None:
+            mark_complete(folder, facts)
 
 
 def completion(folder: Path) -> dict | None:
