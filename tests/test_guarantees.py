@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -487,6 +488,67 @@ def test_a_full_disk_is_one_line_naming_the_path(tmp_path, command, options, nam
     assert not leftovers(tmp_path)
     if command == ["run"]:
         assert not out.exists()
+
+
+# ``videvent export`` in a child whose rename of the finished annotated video into place
+# fails as on a full disk (a rename can need a new block for the folder's entries): the
+# failure after every frame and box was written, which a file size limit cannot aim at (the
+# encoder's output size varies from run to run by a few hundred bytes).
+_EXPORT_WHOSE_LAST_RENAME_FAILS = """
+import errno, os, sys
+real_replace = os.replace
+def replace(source, target):
+    if os.path.basename(target) == "annotated.mp4":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(target))
+    return real_replace(source, target)
+os.replace = replace
+from videvent._cli.main import main
+sys.argv = ["videvent", "export", *sys.argv[1:]]
+main()
+"""
+
+
+def test_export_on_a_full_disk_leaves_nothing_partial(tmp_path):
+    """``videvent export`` whose writes fail (a file size limit, as a full disk) early in
+    the pass and midway, or whose finished video cannot be put in place: one line naming
+    the annotated video, exit 1, no temporary file left (issue 28 found
+    ``.regions.csv.PID.partial``), no annotated video nor boxes, and the run's own files as
+    they were."""
+    results = tmp_path / "results"
+    assert run_cli("run", sample("walker")[0], "-d", results, "-q", "--no-plot").returncode == 0
+    whole = tmp_path / "whole"
+    shutil.copytree(results, whole)
+    assert run_cli("export", whole, "-q", "--export-clips").returncode == 0
+    video_size = (whole / "annotated.mp4").stat().st_size
+    before = contents(results)
+    for failure in (20_000, video_size // 2, "rename"):
+        folder = tmp_path / f"failed_at_{failure}"
+        shutil.copytree(results, folder)
+        if failure == "rename":
+            command = [sys.executable, "-c", _EXPORT_WHOSE_LAST_RENAME_FAILS]
+            limit = None
+        else:
+            command = [sys.executable, "-m", "videvent", "export"]
+            limit = _file_size_limit(failure)
+        result = subprocess.run([*command, folder, "-q", "--export-clips"], capture_output=True,
+                                text=True, preexec_fn=limit, timeout=300)
+        assert result.returncode == 1, (failure, result.stderr)
+        line = one_line(result)
+        assert f"'{folder / 'annotated.mp4'}'" in line and "internal error" not in line, line
+        assert not leftovers(folder), (failure, leftovers(folder))
+        after = contents(folder)
+        # An event's clip is finished at the event's end, before a failure later on: then it
+        # is there whole (a later export replaces it), and nothing else is new.
+        assert set(after) - set(before) <= {"walker.event001.mp4"}, (failure, sorted(after))
+        assert {name: after[name] for name in before} == before
+        if "walker.event001.mp4" in after:
+            assert _frame_count(folder / "walker.event001.mp4") == _frame_count(
+                whole / "walker.event001.mp4")
+
+
+def _frame_count(video) -> int:
+    with open_source(video) as source:
+        return sum(1 for _ in source.frames())
 
 
 def test_a_full_disk_never_ends_a_watch_its_events_are_all_closed(tmp_path):

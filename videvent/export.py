@@ -115,12 +115,14 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                 raise ValueError(f"the source has changed since the run: it now has "
                                  f"{frames_seen} frames in the range scanned, the run read "
                                  f"{document['frames_read']}")
+            # Inside: a full disk fails a file only as it is finished, and the files of the
+            # other sinks are then dropped too, so a failed export leaves nothing partial.
+            for sink in sinks:
+                sink.close()
         except BaseException:
             for sink in sinks:
                 sink.discard()
             raise
-        for sink in sinks:
-            sink.close()
     if clips and clip_folder == folder:
         write_clip_index(folder, {event.number: clip_template.format(video=source.name,
                                                                      n=event.number)

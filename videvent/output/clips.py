@@ -147,13 +147,22 @@ class AnnotatedVideoSink(Sink):
                                  box.height) for rank, box in enumerate(boxes, 1))
 
     def close(self) -> None:
-        self.written = [self.video.close()]
-        self._regions_file.close()
-        os.replace(self._regions_file.name, self.regions_path)
+        try:
+            self.written = [self.video.close()]
+            self._regions_file.close()
+            os.replace(self._regions_file.name, self.regions_path)
+        except BaseException:
+            # A full disk at the end: the video or the boxes cannot be finished, and neither
+            # is left half-written (the video has removed its own temporary file).
+            self.discard()
+            raise
         self.written.append(self.regions_path)
 
     def discard(self) -> None:
         self.video.discard()
-        if not self._regions_file.closed:
+        try:
             self._regions_file.close()
-        Path(self._regions_file.name).unlink(missing_ok=True)
+        except OSError:
+            pass  # its buffer could not be flushed (disk full); the file goes anyway
+        finally:
+            Path(self._regions_file.name).unlink(missing_ok=True)

@@ -60,12 +60,12 @@ class VideoWriter:
         try:
             self._container.mux(self._stream.encode())
             self._container.close()
+            os.replace(self._temporary, self.path)
         except (OSError, av.error.FFmpegError) as error:
             # PyAV reports a full disk as EOFError, which click would take for Ctrl-D.
             self.discard()
             raise OSError(getattr(error, "errno", None) or 0,
                           getattr(error, "strerror", None) or str(error), str(self.path)) from None
-        os.replace(self._temporary, self.path)
         return self.path
 
     def discard(self) -> None:
