@@ -551,6 +551,30 @@ def _frame_count(video) -> int:
         return sum(1 for _ in source.frames())
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_result_folders_of_run_and_batch_follow_the_umask(tmp_path, umask):
+    """Every folder and file ``run`` and ``batch`` make has the mode the umask leaves, as a
+    watch's always had: with 022 a web server or a colleague can follow the links of
+    ``batch_report.html``, with 077 nobody else can read them."""
+    pytest.importorskip("distributed")
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    shutil.copy(sample("walker")[0], clips / "walker.mp4")
+    for command in (["run", clips / "walker.mp4", "-d", tmp_path / "run"],
+                    ["batch", clips, "--out", tmp_path / "batch", "--workers", "1"]):
+        result = subprocess.run([sys.executable, "-m", "videvent", *command, "-q"],
+                                capture_output=True, text=True, timeout=300,
+                                preexec_fn=lambda: os.umask(umask))
+        assert result.returncode == 0, result.stderr
+    made = [tmp_path / "run", tmp_path / "batch"]
+    made += [path for folder in made for path in folder.rglob("*")]
+    assert len(made) > 20 and (tmp_path / "batch" / "clips" / "walker.videvent" / "report.html") in made
+    wrong = {os.fspath(path.relative_to(tmp_path)): oct(path.stat().st_mode & 0o777)
+             for path in made
+             if path.stat().st_mode & 0o777 != (0o777 if path.is_dir() else 0o666) & ~umask}
+    assert not wrong
+
+
 def test_a_full_disk_never_ends_a_watch_its_events_are_all_closed(tmp_path):
     """Live, what cannot be written (the event's clip and thumbnail, the plot) is skipped and
     said once per kind; the watch goes on to its end, exit 0, every event it opened closed

@@ -22,8 +22,8 @@ import json
 import os
 import re
 import shutil
+import secrets
 import socket
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -169,6 +169,22 @@ def remove_stale(folder: str | os.PathLike) -> None:
             continue  # left for a later run: cleaning up must never fail the run
 
 
+def _new_staging_folder(parent: Path, name: str) -> Path:
+    """A new, empty staging folder for the result folder ``name`` in ``parent``.
+
+    Made with the mode the umask leaves (as ``mkdir`` makes any folder), not
+    ``tempfile.mkdtemp``'s private 700: the staging folder becomes the result folder, whose
+    report links a web server or a colleague must be able to follow when the umask says so.
+    """
+    while True:
+        staging = parent / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.partial"
+        try:
+            staging.mkdir(mode=0o777)
+            return staging
+        except FileExistsError:
+            continue
+
+
 class ResultFolder:
     """Stage files for ``destination``; ``commit()`` moves them in, ``discard()`` drops them."""
 
@@ -179,9 +195,7 @@ class ResultFolder:
         try:
             parent.mkdir(parents=True, exist_ok=True)
             remove_stale(parent)
-            self.staging = Path(tempfile.mkdtemp(
-                prefix=f".{self.destination.name}.{os.getpid()}-", suffix=".partial",
-                dir=parent))
+            self.staging = _new_staging_folder(parent, self.destination.name)
             mark(self.staging)
         except OSError as error:
             self.discard()
