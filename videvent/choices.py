@@ -5,3 +5,6 @@ decoders (a leaf module: checking a name imports no detector or decoder)."""
 METHODS = ("sncp", "ancp", "cop", "pca")
 # Which decoder reads a source ("auto": PyAV, then OpenCV; "images": an image sequence).
 BACKENDS = ("auto", "pyav", "opencv", "images")
+# What is drawn over a picture of what the detector found (thumbnails, the annotated video,
+# clips, the dashboard): the changed areas outlined, the heat map as a tint, or nothing.
+OVERLAYS = ("outline", "heat", "off")

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .output import read_events, read_scores
-from .output.annotate import Annotator, StripChart, chart_height
+from .output.annotate import Annotator, Overlay, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, CLIPS_NAME, REGIONS_NAME,
                            AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import remove_stale
@@ -78,7 +78,7 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                 folder / ANNOTATED_NAME if video is True else Path(video),
                 folder / REGIONS_NAME,
                 Annotator(source.width, source.height, chart, settings.threshold_low,
-                          run.preprocess.regions),
+                          run.preprocess.regions, Overlay.of(settings)),
                 source.fps))
         if clips:
             sinks.append(ClipSink(clip_folder,

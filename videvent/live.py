@@ -24,6 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .alerts import AlertSink, AlertSinks
+from .output.annotate import Overlay
 from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.sink import Sink
@@ -87,20 +88,19 @@ class SessionSummary:
 
 
 class _Preview(Sink):
-    """``--show``: each frame with its heat map in a window; q stops the session."""
+    """``--show``: each frame with the overlay in a window; q stops the session."""
 
-    def __init__(self, stop):
-        self.stop = stop
+    def __init__(self, stop, overlay: Overlay, box_level: float):
+        self.stop, self.overlay, self.box_level = stop, overlay, box_level
 
     def on_frame(self, frame, score, event_number) -> None:
         import cv2
 
-        from .output.annotate import heat_overlay
         picture = bgr_picture(frame)
         if picture is None:
             return
-        if score.residual_image is not None:
-            picture = heat_overlay(picture, score.residual_image)
+        picture, _ = self.overlay.draw(picture, score.residual_image, score.block_scores,
+                                       self.box_level, boxes=event_number is not None)
         cv2.imshow("videvent watch", picture)
         if cv2.waitKey(1) & 0xFF == ord("q"):
             self.stop()
@@ -306,7 +306,8 @@ class LiveMonitor:
         """The session and its sinks: thumbnails, clips, alerts, the preview window."""
         settings, source = self.settings, self._source
         sinks: list[Sink] = [ThumbnailSink(self.out_dir / "thumbnails", settings.threshold_low,
-                                           regions=run.preprocess.regions)]
+                                           regions=run.preprocess.regions,
+                                           overlay=Overlay.of(settings))]
         clips = None
         if self.clips:
             clips = ClipSink(self.out_dir,
@@ -316,7 +317,7 @@ class LiveMonitor:
         sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None,
                                camera=self.camera))
         if self.show:
-            sinks.append(_Preview(self.stop))
+            sinks.append(_Preview(self.stop, Overlay.of(settings), settings.threshold_low))
         sinks += self.sinks
         return Session(run, segmenter, scores_path=self.out_dir / "scores.csv", sinks=sinks,
                        live=True, summary_path=self.out_dir / "events.json",

@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, write_events
-from .output.annotate import Annotator, StripChart, chart_height
+from .output.annotate import Annotator, Overlay, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, REGIONS_NAME, AnnotatedVideoSink,
                            ClipSink, write_clip_index)
 from .output.folder import check_destination, mark_complete
@@ -253,7 +253,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     if folder is not None:
         sinks = [ThumbnailSink(folder / "thumbnails", settings.threshold_low,
                                redecode=lambda index: _picture(source, index),
-                               regions=run.preprocess.regions), *sinks]
+                               regions=run.preprocess.regions,
+                               overlay=Overlay.of(settings)), *sinks]
     session = Session(run, segmenter, sinks=sinks,
                       scores_path=None if folder is None else folder / "scores.csv")
     comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
@@ -379,7 +380,7 @@ def export_sinks(source: FrameSource, settings: Settings, folder: Path,
         sinks.append(AnnotatedVideoSink(
             path, folder / REGIONS_NAME,
             Annotator(source.width, source.height, chart, settings.threshold_low,
-                      settings.regions()),
+                      settings.regions(), Overlay.of(settings)),
             source.fps, fill_chart=True))
     if clips:
         sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),

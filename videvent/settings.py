@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .choices import BACKENDS, METHODS
+from .choices import BACKENDS, METHODS, OVERLAYS
 from .regions import Regions, format_polygon, load_region_file, parse_polygon
 from .timecode import parse_duration, parse_time
 
@@ -145,6 +145,16 @@ class Settings:
         (), "polygons", "A polygon to ignore (a clock, a tree, a road), as -a; repeatable.")
     mask: tuple[str, ...] = setting(
         (), "files", "File of polygons to ignore, in -R's format; repeatable.")
+    # What the pictures show of what was found (thumbnails, the annotated video, clips, the
+    # dashboard); no effect on the scores.
+    overlay: str = setting(OVERLAYS[0], "choice", "What is drawn over the pictures of what was "
+                           "found: 'outline' the changed areas' outline (the picture inside "
+                           "untouched), 'heat' the heat map as a translucent tint, 'off' "
+                           "nothing.", choices=OVERLAYS)
+    bounding_box: bool = setting(False, "bool", "Draw boxes around the changed regions on "
+                                 "the thumbnails, the annotated video, the clips and the "
+                                 "dashboard (regions.csv lists them either way).", short="-bb",
+                                 off_flag="--no-bounding-box")
 
     def __post_init__(self) -> None:
         for name in ("add_region", "load_region", "ignore_region", "mask"):

@@ -97,10 +97,10 @@ def setting_option(name: str):
     spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}[name]
     long = "--" + option_name(name)
     help_text = spec.help + (f" In {spec.units}." if spec.units else "")
-    if spec.kind == "bool":
-        return click.option(f"{long}/{spec.off_flag}", name, default=default,
-                            show_default=True, help=help_text)
     flags = [spec.short, long] if spec.short else [long]
+    if spec.kind == "bool":
+        flags[-1] += f"/{spec.off_flag}"
+        return click.option(*flags, name, default=default, show_default=True, help=help_text)
     return click.option(*flags, name, type=_click_type(spec), default=default,
                         multiple=spec.kind in ("polygons", "files"),
                         metavar=spec.metavar or METAVARS.get(spec.kind),

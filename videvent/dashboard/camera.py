@@ -19,7 +19,7 @@ from pathlib import Path
 
 import cv2
 
-from ..output.annotate import Annotator
+from ..output.annotate import Annotator, Overlay
 from ..output.clips import bgr_picture
 from ..output.sink import Sink
 
@@ -165,7 +165,8 @@ class DashboardSink(Sink):
         box_level = getattr(settings, "threshold_low", threshold)
         # No strip chart: the page draws the live chart itself, with the threshold.
         self._encoder.annotator = Annotator(*shown_size(info.width, info.height), None,
-                                            box_level)
+                                            box_level, overlay=Overlay() if settings is None
+                                            else Overlay.of(settings))
         with self.camera.lock:
             self.camera.width, self.camera.height = int(info.width), int(info.height)
             self.camera.threshold = threshold

@@ -1,9 +1,12 @@
-"""Drawing what the detector saw onto frames: heat map, boxes, event border, timecode, chart.
+"""Drawing what the detector saw onto frames: the overlay, boxes, event border, timecode, chart.
 
-The heat map is the residual image the detector scored the frame with (the frame minus its
-reconstruction from the background subspace), scaled back to the frame's size. Boxes surround
-the strongly changed regions inside the grid blocks whose scores made the frame unusual, so a
-waving tree that the model expects is not boxed even though it leaves some residual.
+The changed areas are the strongly changed pixels of the residual image the detector scored
+the frame with (the frame minus its reconstruction from the background subspace), inside the
+grid blocks whose scores made the frame unusual, so a waving tree that the model expects is
+not marked even though it leaves some residual. The overlay (``Overlay``, the ``overlay``
+setting) outlines them and leaves the picture inside as it was (a person found stays
+visible), or tints the picture with the residual's heat map, or draws nothing; boxes around
+them are drawn only when asked for (``bounding_box``, DVR-Scan's ``-bb``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from ..choices import OVERLAYS
 from ..timecode import format_timecode
 
 EVENT_BGR = (40, 40, 220)
@@ -22,6 +26,12 @@ THRESHOLD_BGR = (60, 60, 230)
 CURSOR_BGR = (0, 220, 255)
 # A residual of this many grey levels shows at full heat; half a dozen is invisible.
 HEAT_FULL_SCALE = 60.0
+# The heat map's opacity at full heat: a tint, through which what changed is still seen.
+HEAT_OPACITY = 0.4
+# The changed areas' outline: cyan, apart from the regions' green and red, the boxes' green,
+# the event's red and the chart's yellow cursor.
+OUTLINE_BGR = (255, 230, 0)
+BOX_BGR = (0, 255, 0)
 # A pixel belongs to a changed region when its residual exceeds this many grey levels and
 # four times the frame's median residual (what the background moves by).
 BOX_MIN_LEVEL = 20.0
@@ -56,16 +66,17 @@ def heat_overlay(image: np.ndarray, residual_image: np.ndarray) -> np.ndarray:
     colours = cv2.applyColorMap(np.multiply(heat, 255, dtype=np.float32).astype(np.uint8),
                                 cv2.COLORMAP_INFERNO)
     # In place and in float32: at 720p every full-size temporary costs a millisecond a frame.
-    alpha = np.multiply(heat, 0.75, out=heat)
+    alpha = np.multiply(heat, HEAT_OPACITY, out=heat)
     # OpenCV's per-pixel blend: what numpy does in float64 arrays, a dozen times faster.
     return cv2.blendLinear(np.ascontiguousarray(image), colours,
                            np.subtract(1.0, alpha, dtype=np.float32), alpha)
 
 
-def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level: float,
-                    frame_size: tuple[int, int]) -> list[Box]:
-    """Boxes (in frame pixels) around the strongly changed regions of unusual blocks; none
-    with a side under 1/40 of the frame's long side (a 2x3 box marks a speck, not a thing)."""
+def changed_areas(residual_image: np.ndarray, block_scores: np.ndarray, level: float,
+                  frame_size: tuple[int, int]) -> tuple[np.ndarray, list[Box]]:
+    """The strongly changed regions of unusual blocks: their mask (at the residual's size) and
+    their boxes (in frame pixels, largest first); none with a side under 1/40 of the frame's
+    long side (a 2x3 box marks a speck, not a thing)."""
     magnitude = np.abs(residual_image)
     if magnitude.ndim == 3:
         magnitude = magnitude.max(axis=2)
@@ -75,20 +86,74 @@ def changed_regions(residual_image: np.ndarray, block_scores: np.ndarray, level:
     cut = max(BOX_MIN_LEVEL, BOX_MEDIAN_FACTOR * float(np.median(magnitude)))
     mask = ((magnitude > cut) & unusual).astype(np.uint8)
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    count, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     scale_x, scale_y = frame_size[0] / width, frame_size[1] / height
     smallest = max(frame_size) / BOX_MIN_FRACTION
-    boxes = [Box(round(x * scale_x), round(y * scale_y), round(w * scale_x), round(h * scale_y))
-             for x, y, w, h, _ in stats[1:count]]
-    return sorted((box for box in boxes if min(box.width, box.height) >= smallest),
-                  key=lambda box: box.area, reverse=True)
+    kept = {}
+    for label, (x, y, w, h, _) in enumerate(stats[1:count], start=1):
+        box = Box(round(x * scale_x), round(y * scale_y), round(w * scale_x), round(h * scale_y))
+        if min(box.width, box.height) >= smallest:
+            kept[label] = box
+    areas = np.isin(labels, list(kept)).astype(np.uint8)
+    return areas, sorted(kept.values(), key=lambda box: box.area, reverse=True)
+
+
+def outline_areas(image: np.ndarray, areas: np.ndarray) -> None:
+    """Outline ``areas`` (a mask of any size, scaled to the image's) on ``image``, in place;
+    only the outline is drawn, so what is inside looks as it did."""
+    height, width = image.shape[:2]
+    # Closed over a few working pixels: one outline around a person, not one that runs
+    # into every gap between the parts that changed most.
+    areas = cv2.morphologyEx(areas, cv2.MORPH_CLOSE,
+                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7)))
+    # Scaled smoothly, then cut at half: the outline follows the shape, not the mask's pixels.
+    smooth = cv2.resize(areas.astype(np.float32), (width, height),
+                        interpolation=cv2.INTER_LINEAR)
+    contours, _ = cv2.findContours((smooth >= 0.5).astype(np.uint8), cv2.RETR_EXTERNAL,
+                                   cv2.CHAIN_APPROX_SIMPLE)
+    cv2.drawContours(image, contours, -1, OUTLINE_BGR, max(1, width // 320), cv2.LINE_AA)
 
 
 def draw_boxes(image: np.ndarray, boxes: list[Box]) -> None:
     thickness = max(1, image.shape[1] // 320)
     for box in boxes:
         cv2.rectangle(image, (box.x, box.y), (box.x + box.width - 1, box.y + box.height - 1),
-                      (0, 255, 0), thickness)
+                      BOX_BGR, thickness)
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """How what the detector found is drawn over a picture: ``style`` one of ``OVERLAYS``
+    (``outline``: the changed areas outlined; ``heat``: the residual's heat map as a tint;
+    ``off``: nothing), and ``boxes`` around the changed regions or not."""
+
+    style: str = OVERLAYS[0]
+    boxes: bool = False
+
+    @classmethod
+    def of(cls, settings) -> "Overlay":
+        """The overlay ``settings`` (``videvent.settings.Settings``) ask for."""
+        return cls(settings.overlay, settings.bounding_box)
+
+    def draw(self, image: np.ndarray, residual_image: np.ndarray | None,
+             block_scores: np.ndarray | None, level: float, *, boxes: bool = True
+             ) -> tuple[np.ndarray, list[Box]]:
+        """A new picture: ``image`` (BGR, never changed) with the overlay, and the changed
+        regions' boxes (found whether drawn or not: ``regions.csv`` lists them). ``boxes``:
+        this frame may have boxes (the annotated video boxes only its events' frames)."""
+        if residual_image is None:
+            return image.copy(), []
+        out = (heat_overlay(image, residual_image) if self.style == "heat"
+               else np.array(image, copy=True, order="C"))
+        if block_scores is None or (self.style != "outline" and not boxes):
+            return out, []
+        areas, found = changed_areas(residual_image, block_scores, level,
+                                     (image.shape[1], image.shape[0]))
+        if self.style == "outline":
+            outline_areas(out, areas)
+        if self.boxes and boxes:
+            draw_boxes(out, found)
+        return out, found if boxes else []
 
 
 def _text(image: np.ndarray, text: str, origin: tuple[int, int], scale: float,
@@ -180,13 +245,14 @@ def chart_height(frame_height: int) -> int:
 
 
 class Annotator:
-    """Draws one result frame: heat map, boxes, EVENT label and border, timecode, chart."""
+    """Draws one result frame: the overlay, the EVENT label and border, timecode, chart."""
 
     def __init__(self, width: int, height: int, chart: StripChart | None, box_level: float,
-                 regions=None):
+                 regions=None, overlay: Overlay = Overlay()):
         self.width, self.height = width, height
         self.box_level = box_level
         self.chart = chart
+        self.overlay = overlay
         # videvent.regions.Regions (not imported: output/ needs nothing above it), outlined.
         self.regions = regions
         # Text scaled with the frame, as the chart is.
@@ -197,17 +263,13 @@ class Annotator:
     def draw(self, image: np.ndarray, frame: int, time_s: float, event_number: int | None,
              residual_image: np.ndarray | None, block_scores: np.ndarray | None
              ) -> tuple[np.ndarray, list[Box]]:
-        """The annotated frame, and the boxes drawn on it (largest first)."""
-        out = image if residual_image is None else heat_overlay(image, residual_image)
-        out = np.ascontiguousarray(out)
+        """The annotated frame (``image`` is left as it was), and the changed regions' boxes
+        of an event's frame (largest first), drawn on it when the overlay has boxes."""
+        out, boxes = self.overlay.draw(image, residual_image, block_scores, self.box_level,
+                                       boxes=event_number is not None)
         if self.regions:
             self.regions.draw(out, (self.width, self.height))
-        boxes: list[Box] = []
         if event_number is not None:
-            if residual_image is not None and block_scores is not None:
-                boxes = changed_regions(residual_image, block_scores, self.box_level,
-                                        (self.width, self.height))
-                draw_boxes(out, boxes)
             border = max(1, min(self.width, self.height) // 100)
             cv2.rectangle(out, (0, 0), (self.width - 1, self.height - 1), EVENT_BGR, border * 2)
             _text(out, f"EVENT {event_number}", (border + self._margin, border + self._margin),
