@@ -19,16 +19,16 @@ import numpy as np
 
 from .output import read_events, read_scores
 from .output.annotate import Annotator, Overlay, StripChart, chart_height
-from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, CLIPS_NAME, REGIONS_NAME,
-                           AnnotatedVideoSink, ClipSink, write_clip_index)
+from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, CLIPS_NAME,
+                           REGIONS_NAME, AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import remove_stale
 from .output.names import check_clip_template, check_video_path
-from .pipeline import open_for, prepare_pass, score_frames
+from .pipeline import clip_options, open_for, prepare_pass, score_frames
 from .segmenter import Event
 from .session import fingerprint
 from .settings import Settings
 
-__all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_TEMPLATE", "REGIONS_NAME",
+__all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_MODES", "CLIP_TEMPLATE", "REGIONS_NAME",
            "check_clip_template", "check_video_path", "export"]
 
 
@@ -38,6 +38,7 @@ def _settings_of(document: dict) -> Settings:
 
 def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | bool = True,
            clips: bool = False, clip_template: str = CLIP_TEMPLATE,
+           clip_mode: str = CLIP_MODES[0],
            clips_dir: str | os.PathLike | None = None,
            progress: Callable[[int], None] | None = None) -> list[Path]:
     """Write the annotated video (``video``: True for ``annotated.mp4`` in the folder, or a
@@ -81,15 +82,19 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                           run.preprocess.regions, Overlay.of(settings)),
                 source.fps))
         if clips:
+            # The run's events come with their padding: no time before them to keep.
             sinks.append(ClipSink(clip_folder,
                                   lambda n: clip_template.format(video=source.name, n=n),
-                                  source.fps, 0))
+                                  source.fps, 0, **clip_options(uri, settings, clip_mode)))
         frames_seen = 0
         recorded = document["source"].get("fingerprint")
         first_vectors: list = []
         upcoming = list(events)
         try:
-            for frame, vector, verdict in score_frames(run, explain=bool(video)):
+            # Residual images: every frame's for the video, the unusual ones' for clip boxes.
+            explain = True if video else settings.threshold_low if settings.bounding_box \
+                else False
+            for frame, vector, verdict in score_frames(run, explain=explain):
                 frames_seen += 1
                 if recorded is not None and len(first_vectors) < len(recorded):
                     first_vectors.append(vector)

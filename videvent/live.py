@@ -310,9 +310,11 @@ class LiveMonitor:
                                            overlay=Overlay.of(settings))]
         clips = None
         if self.clips:
+            # Encoded from the frames held (a stream cannot be read again), boxes on request.
             clips = ClipSink(self.out_dir,
                              lambda n: CLIP_TEMPLATE.format(video=source.name, n=n), source.fps,
-                             settings.frames("time_before_event", source.fps))
+                             settings.frames("time_before_event", source.fps),
+                             boxes=settings.bounding_box, box_level=settings.threshold_low)
             sinks.append(clips)
         sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None,
                                camera=self.camera))

@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 from .detectors import FrameScore, SubspaceWindowDetector
 from .output import ResultFolder, write_events
 from .output.annotate import Annotator, Overlay, StripChart, chart_height
-from .output.clips import (ANNOTATED_NAME, CLIP_TEMPLATE, REGIONS_NAME, AnnotatedVideoSink,
-                           ClipSink, write_clip_index)
+from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, REGIONS_NAME,
+                           AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import check_destination, mark_complete
 from .output.names import RESULT_FILES, check_outputs
 from .output.sink import Sink
@@ -294,7 +294,8 @@ def _picture(source: FrameSource, index: int) -> np.ndarray:
 def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
            out_dir: str | os.PathLike | None = None, plot: bool = True,
            compare: tuple[str, ...] = (), export_video: bool | str | os.PathLike = False,
-           clips: bool = False, clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
+           clips: bool = False, clip_template: str = CLIP_TEMPLATE,
+           clip_mode: str = CLIP_MODES[0], sinks: list[Sink] = (),
            progress: Callable[[int], None] | None = None,
            on_start: Callable[[FrameSource], None] | None = None) -> RunResult:
     """Find the events in a video, folder or pattern of images.
@@ -302,7 +303,8 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     Without ``out_dir``, nothing is written: the result is returned. With it, the result
     folder is written (the plot and report unless ``plot`` is False), and in the same pass
     the annotated video (``export_video``: True for ``annotated.mp4`` in the folder, or a
-    path) and one clip per event (``clips``, named by ``clip_template``); the files exported
+    path) and one clip per event (``clips``, named by ``clip_template``, made as
+    ``clip_mode`` says: ``output.clips.CLIP_MODES``); the files exported
     are in ``result.exported``. ``sinks`` (``videvent.Sink``) are told about every frame and
     event as they are decided.
 
@@ -326,13 +328,15 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
             return scan(source, settings, sinks=sinks, progress=progress)
         return write_results(source, settings, destination, plot=plot, compare=compare,
                              export_video=export_video, clips=clips,
-                             clip_template=clip_template, sinks=sinks, progress=progress)
+                             clip_template=clip_template, clip_mode=clip_mode, sinks=sinks,
+                             progress=progress)
 
 
 def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                   plot: bool = True, compare: tuple[str, ...] = (),
                   export_video: bool | str | os.PathLike = False, clips: bool = False,
-                  clip_template: str = CLIP_TEMPLATE, sinks: list[Sink] = (),
+                  clip_template: str = CLIP_TEMPLATE, clip_mode: str = CLIP_MODES[0],
+                  sinks: list[Sink] = (),
                   progress: Callable[[int], None] | None = None,
                   decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
                   ) -> RunResult:
@@ -340,7 +344,8 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
-        exports = export_sinks(source, settings, staging, export_video, clips, clip_template)
+        exports = export_sinks(source, settings, staging, export_video, clips, clip_template,
+                               clip_mode)
         result = scan(source, settings, staging, compare=compare, sinks=[*exports, *sinks],
                       explain_all=bool(export_video), progress=progress, decoded=decoded)
         write_events(staging / "events.json", result.to_dict())
@@ -361,9 +366,23 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
     return result
 
 
+def clip_options(uri: str, settings: Settings, mode: str) -> dict:
+    """``ClipSink``'s keywords for the clips of the source ``uri``, made in ``mode`` with the
+    boxes ``settings`` ask for. SettingError (one line) for clips copied from what is not a
+    video file (a folder or pattern of images)."""
+    source_file = uri if os.path.isfile(uri) else None
+    if mode not in CLIP_MODES:
+        raise SettingError(f"clip mode must be one of {', '.join(CLIP_MODES)}, got {mode!r}")
+    if mode == "copy" and source_file is None:
+        raise SettingError(f"--clip-mode copy copies a video file's own packets; '{uri}' is "
+                           f"not a video file (--clip-mode encode makes its clips)")
+    return {"source_file": source_file, "mode": mode, "boxes": settings.bounding_box,
+            "box_level": settings.threshold_low}
+
+
 def export_sinks(source: FrameSource, settings: Settings, folder: Path,
-                 video: bool | str | os.PathLike, clips: bool, clip_template: str
-                 ) -> list[Sink]:
+                 video: bool | str | os.PathLike, clips: bool, clip_template: str,
+                 clip_mode: str = CLIP_MODES[0]) -> list[Sink]:
     """The annotated video (``video``: True for annotated.mp4 in ``folder``, or a path) and
     the clip writer of a run, fed in the same pass as the scores."""
     sinks: list[Sink] = []
@@ -384,5 +403,6 @@ def export_sinks(source: FrameSource, settings: Settings, folder: Path,
             source.fps, fill_chart=True))
     if clips:
         sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),
-                              source.fps, settings.frames("time_before_event", source.fps)))
+                              source.fps, settings.frames("time_before_event", source.fps),
+                              **clip_options(source.uri, settings, clip_mode)))
     return sinks

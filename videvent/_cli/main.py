@@ -15,7 +15,7 @@ import click
 from pathlib import Path
 
 from .._version import __version__
-from ..export import CLIP_TEMPLATE, export
+from ..export import CLIP_MODES, CLIP_TEMPLATE, export
 from ..output import read_events
 from ..output.events_json import add_to_events
 from ..output.folder import amending, public_name
@@ -46,6 +46,11 @@ def export_options(function):
                      help="Write one clip per event, with the time before and after."),
         click.option("--clip-template", default=CLIP_TEMPLATE, show_default=True,
                      help="Clip file names; {video} is the input's name, {n} the event number."),
+        click.option("--clip-mode", type=click.Choice(CLIP_MODES), default=CLIP_MODES[0],
+                     show_default=True,
+                     help="encode: the frames encoded again (H.264), the file's sound kept, "
+                          "boxes with -bb; copy: the file's own picture and sound copied from "
+                          "the keyframe at or before each clip's start (DVR-Scan's -m copy)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -140,7 +145,7 @@ def _methods(_ctx, _param, value):
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @run_options
 def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
-        clip_template: str, compare: tuple[str, ...], no_plot: bool, quiet: bool,
+        clip_template: str, clip_mode: str, compare: tuple[str, ...], no_plot: bool, quiet: bool,
         **options) -> None:
     """Scan SOURCE (a video file, a folder of images or a pattern such as frames/b%05d.bmp).
 
@@ -166,8 +171,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         result = detect(source, settings, out_dir=out_dir or default_out_dir(source),
                         plot=not no_plot, compare=compare,
                         export_video=False if export_video is None else export_video or True,
-                        clips=clips, clip_template=clip_template, progress=progress.update,
-                        on_start=started)
+                        clips=clips, clip_template=clip_template, clip_mode=clip_mode,
+                        progress=progress.update, on_start=started)
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     except ValueError as error:
@@ -526,7 +531,7 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
 @export_options
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def export_command(result_dir: str, video: bool, video_path: str | None, clips: bool,
-                   clip_template: str, quiet: bool) -> None:
+                   clip_template: str, clip_mode: str, quiet: bool) -> None:
     """Write the annotated video (and event clips) of an earlier run's RESULT_DIR.
 
     Decodes the source again; the result folder says where it is.
@@ -535,7 +540,8 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
     try:
         progress.start("export", _frames_read(result_dir))
         written = export(result_dir, video=(video_path or True) if video else False,
-                         clips=clips, clip_template=clip_template, progress=progress.update)
+                         clips=clips, clip_template=clip_template, clip_mode=clip_mode,
+                         progress=progress.update)
         progress.finish()
         write_report(result_dir)
     except ValueError as error:

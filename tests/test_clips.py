@@ -1,0 +1,143 @@
+"""Event clips as DVR-Scan's users expect them (issue 29, item 5): ``--clip-mode copy`` copies
+the source file's own packets, picture and sound, from the keyframe at or before the clip's
+start; ``encode`` (the default) encodes the frames again and keeps the file's sound; ``-bb``
+draws boxes on encoded clips. Driven on a file made by ffmpeg with a sound track."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from conftest import run_cli, sample
+from test_overlay import box_pixels
+
+FFMPEG = shutil.which("ffmpeg")
+pytestmark = pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed")
+KEYFRAME_EVERY = 30          # frames: 2 s at the walker's 15 fps, as cameras often do
+
+
+@pytest.fixture(scope="module")
+def with_sound(tmp_path_factory):
+    """The walker clip with a 440 Hz tone as its sound (AAC), H.264 with B-frames and a
+    keyframe every 2 s."""
+    path = tmp_path_factory.mktemp("clips") / "walker.mp4"
+    subprocess.run([FFMPEG, "-loglevel", "error", "-i", str(sample("walker")[0]), "-f", "lavfi",
+                    "-i", "sine=frequency=440:sample_rate=48000", "-shortest",
+                    "-c:v", "libx264", "-g", str(KEYFRAME_EVERY), "-bf", "2", "-c:a", "aac",
+                    str(path)], check=True, capture_output=True, timeout=120)
+    return path
+
+
+def made(source, folder, *options):
+    done = run_cli("run", source, "-d", folder, "-q", "--no-plot", "--export-clips", *options)
+    assert done.returncode == 0, done.stderr
+    events = json.loads((folder / "events.json").read_text())["events"]
+    clips = json.loads((folder / "clips.json").read_text())
+    assert events and sorted(clips) == [str(event["number"]) for event in events]
+    return events, {int(number): folder / name for number, name in clips.items()}
+
+
+def packets(path, kind):
+    """(seconds, keyframe, bytes) of each packet of the file's first ``kind`` stream."""
+    with av.open(str(path)) as container:
+        stream = getattr(container.streams, kind)[0]
+        return [(float(packet.pts * stream.time_base), packet.is_keyframe, bytes(packet))
+                for packet in container.demux(stream) if packet.size]
+
+
+def streams(path):
+    with av.open(str(path)) as container:
+        return {kind: [(stream.codec_context.name, bytes(stream.codec_context.extradata or b""))
+                       for stream in getattr(container.streams, kind)]
+                for kind in ("video", "audio")}
+
+
+def duration_of(path, kind) -> float:
+    times = [seconds for seconds, _, _ in packets(path, kind)]
+    return max(times) - min(times)
+
+
+def test_a_copied_clip_is_the_sources_own_packets_from_a_keyframe_with_its_sound(
+        with_sound, tmp_path):
+    """Each clip of ``--clip-mode copy`` has the source's picture stream, codec and codec
+    parameters (its extradata) unchanged, and its sound; its picture packets are the
+    source's, byte for byte, from a keyframe at or before the event's padded start to its
+    end, so nothing was encoded again."""
+    events, clips = made(with_sound, tmp_path / "copy", "--clip-mode", "copy")
+    source_packets = packets(with_sound, "video")
+    source_streams = streams(with_sound)
+    for event in events:
+        clip = clips[event["number"]]
+        assert streams(clip) == source_streams          # h264 and aac, parameters unchanged
+        copied = [data for _, _, data in packets(clip, "video")]
+        first = next(index for index, (_, _, data) in enumerate(source_packets)
+                     if data == copied[0])
+        start_s, keyframe, _ = source_packets[first]
+        assert keyframe and start_s <= event["start_time_s"] + 1e-6
+        assert event["start_time_s"] - start_s < KEYFRAME_EVERY / 15   # the nearest one
+        assert copied == [data for _, _, data in source_packets[first:first + len(copied)]]
+        last_s = max(seconds for seconds, _, _ in source_packets[first:first + len(copied)])
+        assert last_s >= event["end_time_s"] - 1e-6
+        # The sound runs with the picture, from its start to its end.
+        assert abs(duration_of(clip, "audio") - duration_of(clip, "video")) < 0.2
+
+
+def test_an_encoded_clip_keeps_the_sound_of_its_time(with_sound, tmp_path):
+    """The default clip is encoded again (its own codec parameters), one frame per frame of
+    the padded event, with the file's sound for the same time."""
+    events, clips = made(with_sound, tmp_path / "encode")
+    for event in events:
+        clip = clips[event["number"]]
+        found = streams(clip)
+        assert [name for name, _ in found["video"]] == ["h264"]
+        assert found["video"] != streams(with_sound)["video"]        # encoded again
+        assert [name for name, _ in found["audio"]] == ["aac"]
+        frames = len(packets(clip, "video"))
+        assert frames == event["end_frame"] - event["start_frame"] + 1
+        assert abs(duration_of(clip, "audio") - frames / 15) < 0.2
+
+
+def clip_picture(path, index: int) -> np.ndarray:
+    with av.open(str(path)) as container:
+        for number, frame in enumerate(container.decode(video=0)):
+            if number == index:
+                return frame.to_ndarray(format="bgr24")
+    raise AssertionError(f"no frame {index} in {path}")
+
+
+def test_boxes_on_encoded_clips_only_with_bounding_box(with_sound, tmp_path):
+    """``-bb`` draws the boxes on the clip's event frames: the peak frame of the clip made
+    with it has green lines where the one made without it has the footage."""
+    pictures = {}
+    for name, options in (("plain", []), ("boxes", ["-bb"])):
+        events, clips = made(with_sound, tmp_path / name, *options)
+        event = max(events, key=lambda event: event["peak_score"])
+        pictures[name] = clip_picture(clips[event["number"]],
+                                      event["peak_frame"] - event["start_frame"])
+    drawn = np.abs(pictures["boxes"].astype(int) - pictures["plain"]).max(axis=2) > 60
+    green = np.zeros_like(pictures["boxes"])
+    green[drawn] = pictures["boxes"][drawn]
+    assert box_pixels(green) > 50
+    # Elsewhere the two are the same footage.
+    assert drawn.mean() < 0.05
+
+
+def test_copy_needs_a_video_file(tmp_path):
+    """Images have no packets to copy: a usage error, one line, exit 2, nothing written."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for index in range(5):
+        cv2.imwrite(str(frames / f"f{index:03d}.png"), np.full((48, 64, 3), index * 20, np.uint8))
+    done = run_cli("run", frames, "-d", tmp_path / "out", "-q", "--export-clips",
+                   "--clip-mode", "copy")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--clip-mode copy" in lines[0] and "not a video file" in lines[0]
+    assert not (tmp_path / "out").exists()
+    assert not [path for path in tmp_path.iterdir() if path.name.endswith(".partial")]
