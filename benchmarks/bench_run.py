@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 from videvent import synthetic  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
 from videvent.detectors.subspace_window import frame_parameters  # noqa: E402
-from videvent.pipeline import prepare, score_frames  # noqa: E402
+from videvent.engine import Engine  # noqa: E402
+from videvent.passes import prepare  # noqa: E402
 from videvent.preprocess import Preprocessor  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 from videvent.sources import Frame, open_source  # noqa: E402
@@ -161,16 +162,25 @@ def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
 
 
 def scoring_alone(clip: Path) -> float:
-    """Frames per second of the detector's pass (``score_frames``, seeding included) over the
+    """Frames per second of the detector's pass (``Engine.run``, seeding included) over the
     clip's working vectors, decoded and preprocessed beforehand (pictures dropped: memory)."""
     with open_source(clip) as source:
         run, _ = prepare(source, Settings())
         decoded = [(Frame(frame.index, frame.time_s, None), run.preprocess(frame.image))
                    for frame in source.frames()]
         start = time.perf_counter()
-        for _ in score_frames(run, decoded=decoded):
-            pass
+        Engine(run).run(Discard(), decoded=decoded)
         return len(decoded) / (time.perf_counter() - start)
+
+
+class Discard:
+    """The engine's consumer that keeps nothing: the detector's pass alone is timed."""
+
+    def add(self, *_scored) -> None:
+        pass
+
+    def status(self, *_news) -> None:
+        pass
 
 
 def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:

@@ -21,7 +21,8 @@ import pytest
 from conftest import sample
 from videvent.dashboard import Dashboard
 from videvent.output.video import VideoWriter
-from videvent.pipeline import prepare, score_frames
+from videvent.engine import Engine
+from videvent.passes import prepare
 from videvent.segmenter import Event
 from videvent.settings import Settings
 from videvent.sources import open_source
@@ -51,9 +52,22 @@ def scored():
     path, _ = sample("person_visit")
     with open_source(path, keep_colour=True) as source:
         run, _ = prepare(source, settings)
-        frames = [(frame, score) for frame, _, score in
-                  score_frames(run, explain=settings.threshold_low)]
-    return settings, frames
+        kept = Kept()
+        Engine(run, explain=settings.threshold_low).run(kept)
+    return settings, kept.frames
+
+
+class Kept:
+    """The engine's consumer that keeps every (frame, score)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def add(self, frame, _vector, score) -> None:
+        self.frames.append((frame, score))
+
+    def status(self, _kind, _detail) -> None:
+        pass
 
 
 class Feeder(threading.Thread):

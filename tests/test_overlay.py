@@ -22,7 +22,8 @@ from videvent.output.annotate import Overlay
 from videvent.output.clips import bgr_picture
 from videvent.output.thumbnails import write_thumbnail
 from videvent.output.video import VideoWriter
-from videvent.pipeline import prepare, score_frames
+from videvent.engine import Engine
+from videvent.passes import prepare
 from videvent.session import SessionInfo
 from videvent.settings import Settings
 from videvent.sources import open_source
@@ -202,6 +203,19 @@ def test_a_thumbnail_is_the_sources_size_up_to_720_pixels_high(tmp_path):
         assert cv2.imread(str(path)).shape[:2] == expected
 
 
+class Kept:
+    """The engine's consumer that keeps every (frame, score)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def add(self, frame, _vector, score) -> None:
+        self.frames.append((frame, score))
+
+    def status(self, _kind, _detail) -> None:
+        pass
+
+
 def test_the_dashboards_picture_draws_the_overlay_the_settings_ask_for(crossing):
     """The live picture of a camera (``/cameras/0/picture.jpg``) of a frame in an event: the
     object outlined by default, as it was (no outline) with ``overlay = "off"``, a box round
@@ -211,8 +225,9 @@ def test_the_dashboards_picture_draws_the_overlay_the_settings_ask_for(crossing)
                            "boxes": Settings(bounding_box=True)}.items():
         with open_source(crossing, keep_colour=True) as source:
             run, _ = prepare(source, settings)
-            frame, score = next((frame, score) for frame, _, score in
-                                score_frames(run, explain=settings.threshold_low)
+            kept = Kept()
+            Engine(run, explain=settings.threshold_low).run(kept)
+            frame, score = next((frame, score) for frame, score in kept.frames
                                 if frame.index == (ARRIVES + LEAVES) // 2)
         dashboard = Dashboard()
         sink = dashboard.add_camera("door")

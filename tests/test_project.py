@@ -104,7 +104,7 @@ LAYERS = (
     ("videvent.rpca",),
     ("videvent.regions", "videvent.sources", "videvent.segmenter", "videvent.synthetic"),
     ("videvent.preprocess", "videvent.settings", "videvent.detectors", "videvent.output"),
-    ("videvent.session", "videvent.reader"),
+    ("videvent.session", "videvent.reader", "videvent.passes", "videvent.engine"),
     ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
      "videvent.batch", "videvent.alerts", "videvent.dashboard"),
     ("videvent._cli", "videvent.__main__", "videvent"),
@@ -167,14 +167,25 @@ def test_the_import_graph_goes_one_way_with_no_circle():
 
 
 def test_every_front_end_opens_its_source_in_one_place():
-    """``pipeline.open_for`` reads the settings that say how a source is opened (colour,
+    """``passes.open_for`` reads the settings that say how a source is opened (colour,
     decoder, an image sequence's rate): a setting added there serves run, batch, watch and
     export alike."""
     calls = [f"{path.relative_to(ROOT)}:{number}"
              for path in (ROOT / "videvent").rglob("*.py") if "sources" not in path.parts
              for number, line in enumerate(path.read_text().splitlines(), 1)
              if "open_source(" in line and "def open_source" not in line]
-    assert calls == ["videvent/pipeline.py:" + calls[0].rsplit(":", 1)[1]] and len(calls) == 1
+    assert calls == ["videvent/passes.py:" + calls[0].rsplit(":", 1)[1]] and len(calls) == 1
+
+
+def test_only_the_engine_scores_frames():
+    """``Engine.run`` is the one loop that asks a detector to score a frame: run, batch,
+    export, watch and ``--compare`` all feed it, so a frame is scored the same way whatever
+    the front end."""
+    calls = [f"{path.relative_to(ROOT)}"
+             for path in (ROOT / "videvent").rglob("*.py") if "detectors" not in path.parts
+             for line in path.read_text().splitlines()
+             if "process_frame(" in line and "def process_frame" not in line]
+    assert set(calls) == {"videvent/engine.py"}
 
 
 def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():

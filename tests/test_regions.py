@@ -14,7 +14,7 @@ from videvent import synthetic
 from videvent.output import read_scores
 from videvent.output.video import VideoWriter
 from videvent.detectors import SubspaceWindowDetector
-from videvent.pipeline import build_segmenter
+from videvent.passes import build_segmenter
 from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
 from videvent.regions import (RegionError, Regions, load_region_file, parse_polygon,
                               save_region_file)

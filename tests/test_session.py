@@ -93,7 +93,7 @@ def test_frame_status_is_text_where_text_was():
 def test_a_long_live_session_keeps_a_bounded_summary_and_logs_every_event(tmp_path,
                                                                           monkeypatch):
     from videvent import session as session_module
-    from videvent.pipeline import prepare
+    from videvent.passes import prepare
     from videvent.sources import Frame, open_source
 
     monkeypatch.setattr(session_module, "LIVE_SUMMARY_LIMIT", 5)

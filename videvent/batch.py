@@ -44,7 +44,8 @@ from .output import read_events
 from .atomic import write_text_atomically
 from .output.folder import completion, made_by_videvent, remove_stale
 from .output.report import html_page
-from .pipeline import detect, frame_range, open_for, prepare, write_results
+from .passes import frame_range, open_for, prepare, prepare_pass
+from .pipeline import detect, write_results
 from .settings import Settings
 from .sources import Frame
 from .sources.images import IMAGE_EXTENSIONS
@@ -217,8 +218,6 @@ def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> 
 
     Returned compactly: one (frames, pixels) float32 array, and which frames had no picture.
     """
-    from .pipeline import prepare_pass
-
     with open_for(spec, settings) as source:
         preprocess = prepare_pass(source, settings).preprocess
         indices, times, vectors, missing = [], [], [], []

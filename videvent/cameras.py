@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .live import Backoff, LiveMonitor, SessionSummary
+from .live import LiveMonitor, SessionSummary
 from .settings import SettingError, Settings
 from .sources import SourceError
+from .sources.live import Backoff
 
 
 @dataclass

@@ -23,7 +23,9 @@ from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, CLIPS_NAME
                            REGIONS_NAME, AnnotatedVideoSink, ClipSink, write_clip_index)
 from .output.folder import remove_stale
 from .output.names import check_clip_template, check_video_path
-from .pipeline import clip_options, open_for, prepare_pass, score_frames
+from .engine import Engine
+from .passes import open_for, prepare_pass
+from .pipeline import clip_options
 from .segmenter import Event
 from .session import fingerprint
 from .settings import Settings
@@ -65,61 +67,40 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
         check_video_path(video, uri)
     remove_stale(folder)
     events = [Event.from_dict(record) for record in document["events"]]
-    flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     clip_folder = Path(clips_dir) if clips_dir is not None else folder
+    flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     with open_for(uri, settings, keep_colour=True) as source:
         run = prepare_pass(source, settings)
         sinks = []
-        if video:
-            height = chart_height(source.height)
-            chart = StripChart.of_scores(source.width, height, scores["frame"], scores["score"],
-                                         settings.threshold, document["events"]
-                                         ) if height else None
-            sinks.append(AnnotatedVideoSink(
-                folder / ANNOTATED_NAME if video is True else Path(video),
-                folder / REGIONS_NAME,
-                Annotator(source.width, source.height, chart, settings.threshold_low,
-                          run.preprocess.regions, Overlay.of(settings)),
-                source.fps))
-        if clips:
-            # The run's events come with their padding: no time before them to keep.
-            sinks.append(ClipSink(clip_folder,
-                                  lambda n: clip_template.format(video=source.name, n=n),
-                                  source.fps, 0, **clip_options(uri, settings, clip_mode)))
-        frames_seen = 0
-        recorded = document["source"].get("fingerprint")
-        first_vectors: list = []
-        upcoming = list(events)
+        # Made inside the try: a signal that comes while they are made still removes what
+        # they began to write.
         try:
+            if video:
+                height = chart_height(source.height)
+                chart = StripChart.of_scores(source.width, height, scores["frame"],
+                                             scores["score"], settings.threshold,
+                                             document["events"]) if height else None
+                sinks.append(AnnotatedVideoSink(
+                    folder / ANNOTATED_NAME if video is True else Path(video),
+                    folder / REGIONS_NAME,
+                    Annotator(source.width, source.height, chart, settings.threshold_low,
+                              run.preprocess.regions, Overlay.of(settings)),
+                    source.fps))
+            if clips:
+                # The run's events come with their padding: no time before them to keep.
+                sinks.append(ClipSink(clip_folder,
+                                      lambda n: clip_template.format(video=source.name, n=n),
+                                      source.fps, 0, **clip_options(uri, settings, clip_mode)))
+            replay = _Replay(sinks, events, flagged_event, document["source"].get("fingerprint"),
+                             run.frame_shape, progress)
             # Residual images: every frame's for the video, the unusual ones' for clip boxes.
             explain = True if video else settings.threshold_low if settings.bounding_box \
                 else False
-            for frame, vector, verdict in score_frames(run, explain=explain):
-                frames_seen += 1
-                if recorded is not None and len(first_vectors) < len(recorded):
-                    first_vectors.append(vector)
-                    if len(first_vectors) == len(recorded) and not _same_fingerprint(
-                            fingerprint(first_vectors, run.frame_shape), recorded):
-                        raise ValueError("the source has changed since the run: its first "
-                                         "frames are not those the run scanned")
-                # The run's events, replayed at their padded starts and ends.
-                while upcoming and upcoming[0].end_frame < frame.index:
-                    upcoming.pop(0)
-                starting = upcoming[0] if upcoming and upcoming[0].start_frame == frame.index \
-                    else None
-                number = flagged_event.get(frame.index) or None
-                for sink in sinks:
-                    if starting is not None:
-                        sink.on_event_start(starting)
-                    sink.on_frame(frame, verdict, number)
-                    if upcoming and upcoming[0].end_frame == frame.index:
-                        sink.on_event_end(upcoming[0], {})
-                if progress is not None:
-                    progress(1)
-            if frames_seen != document["frames_read"]:
+            Engine(run, explain=explain).run(replay)
+            if replay.frames_seen != document["frames_read"]:
                 raise ValueError(f"the source has changed since the run: it now has "
-                                 f"{frames_seen} frames in the range scanned, the run read "
-                                 f"{document['frames_read']}")
+                                 f"{replay.frames_seen} frames in the range scanned, the run "
+                                 f"read {document['frames_read']}")
             # Inside: a full disk fails a file only as it is finished, and the files of the
             # other sinks are then dropped too, so a failed export leaves nothing partial.
             for sink in sinks:
@@ -138,3 +119,44 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
 def _same_fingerprint(ours: list, recorded: list) -> bool:
     return all((a is None) == (b is None) and (a is None or np.allclose(a, b, atol=2e-3))
                for a, b in zip(ours, recorded))
+
+
+class _Replay:
+    """The engine's consumer in an export: checks that the source's first frames are those
+    the run scanned, and tells the sinks the run's events, at their padded starts and ends,
+    with each frame's event from ``scores.csv`` (``flagged_event``: frame -> event number)."""
+
+    def __init__(self, sinks: list, events: list[Event], flagged_event: dict[int, int],
+                 recorded_fingerprint: list | None, frame_shape: tuple[int, ...],
+                 progress: Callable[[int], None] | None):
+        self.sinks, self.upcoming, self.flagged_event = sinks, list(events), flagged_event
+        self.recorded, self.frame_shape, self.progress = (recorded_fingerprint, frame_shape,
+                                                          progress)
+        self.first_vectors: list = []
+        self.frames_seen = 0
+
+    def add(self, frame, vector, verdict) -> None:
+        self.frames_seen += 1
+        recorded = self.recorded
+        if recorded is not None and len(self.first_vectors) < len(recorded):
+            self.first_vectors.append(vector)
+            if len(self.first_vectors) == len(recorded) and not _same_fingerprint(
+                    fingerprint(self.first_vectors, self.frame_shape), recorded):
+                raise ValueError("the source has changed since the run: its first "
+                                 "frames are not those the run scanned")
+        upcoming = self.upcoming
+        while upcoming and upcoming[0].end_frame < frame.index:
+            upcoming.pop(0)
+        starting = upcoming[0] if upcoming and upcoming[0].start_frame == frame.index else None
+        number = self.flagged_event.get(frame.index) or None
+        for sink in self.sinks:
+            if starting is not None:
+                sink.on_event_start(starting)
+            sink.on_frame(frame, verdict, number)
+            if upcoming and upcoming[0].end_frame == frame.index:
+                sink.on_event_end(upcoming[0], {})
+        if self.progress is not None:
+            self.progress(1)
+
+    def status(self, kind: str, detail: dict) -> None:
+        """A file exported has no news."""

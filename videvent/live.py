@@ -1,14 +1,14 @@
 """Live monitoring: the detector on a camera, a network stream or a file at its real pace.
 
-Capture runs on its own thread into a bounded buffer; when scoring falls behind, the oldest
-frames are dropped (and counted) rather than queued without limit, so latency stays bounded.
-A stream that drops is reopened with exponential backoff while the model is kept; "source
-lost" and "source back" are alerts of their own. The scored frames go to a
-``videvent.session.Session`` as ``run``'s do, with the watch's sinks (thumbnails, clips,
-alerts, the preview window). Results are written as the session goes: ``scores.csv`` is
-flushed every second, each event appended to ``events.jsonl`` and ``events.json`` rewritten
-(capped) at its end, so a crash loses at most the last second; the plot and the report come
-at a clean stop.
+The source is watched as a ``videvent.sources.live.LiveSource`` (reopened with exponential
+backoff when it drops, the model kept; "source lost" and "source back" are alerts of their
+own) and scored by the engine's one loop, as ``run``'s frames are (``videvent.engine``): on a
+reader thread into a bounded buffer, whose oldest frames are dropped (and counted) when
+scoring falls behind a live picture, so latency stays bounded. The scored frames go to a
+``videvent.session.Session`` with the watch's sinks (thumbnails, clips, alerts, the preview
+window). Results are written as the session goes: ``scores.csv`` is flushed every second,
+each event appended to ``events.jsonl`` and ``events.json`` rewritten (capped) at its end, so
+a crash loses at most the last second; the plot and the report come at a clean stop.
 """
 
 from __future__ import annotations
@@ -21,50 +21,24 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .alerts import AlertSink, AlertSinks
 from .output.annotate import Overlay
+from .engine import Engine
 from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
-from .pipeline import open_for, prepare, seed_detector
-from .reader import ReadAhead
+from .passes import open_for, prepare
 from .session import Session
 from .settings import Settings
-from .sources import Frame, SourceError
-from .timecode import format_timecode
+from .sources.live import LiveSource
 
 BUFFER_FRAMES = 64            # frames captured ahead of the detector, at most
-FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 10.0
 STATUS_EVERY_S = 1.0
 FLUSH_EVERY_S = 1.0
 LATENCY_SAMPLES = 20_000
 STALLED_AFTER_S = 5.0         # a live source silent this long is said to be stalled
-
-
-class Backoff:
-    """The waits between attempts to (re)open a source: FIRST_BACKOFF_S, doubling each time,
-    at most MAX_BACKOFF_S."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.delay_s = FIRST_BACKOFF_S
-
-    def wait(self, stop: threading.Event) -> None:
-        """Wait the current delay (less, if ``stop`` is set meanwhile), then double it."""
-        stop.wait(self.delay_s)
-        self.delay_s = min(self.delay_s * 2, MAX_BACKOFF_S)
-
-
-@dataclass
-class _Captured:
-    frame: Frame
-    vector: np.ndarray | None
-    captured_at: float        # time.monotonic() when the frame was read
 
 
 @dataclass
@@ -72,9 +46,18 @@ class SessionSummary:
     frames: int = 0
     dropped: int = 0
     events: int = 0
-    reconnects: int = 0
-    gave_up: bool = False
     latencies_s: deque = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    # The source watched, which counts its own reconnections as it makes them.
+    source: LiveSource | None = None
+
+    @property
+    def reconnects(self) -> int:
+        return self.source.reconnects if self.source is not None else 0
+
+    @property
+    def gave_up(self) -> bool:
+        """The source was lost and did not come back within its reconnection attempts."""
+        return self.source is not None and self.source.gave_up
 
     def latency_ms(self, quantile: float) -> float:
         if not self.latencies_s:
@@ -123,14 +106,15 @@ class LiveMonitor:
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
         self.colour_pictures = colour_pictures
         self.camera = camera   # named in every alert when a watch has several cameras
-        self.realtime, self.max_reconnects = realtime, max_reconnects
-        self.max_frames = max_frames
         self.clips, self.show, self.status = clips, show, status
         self.sinks = list(sinks)   # the caller's own sinks, told after the session's
-        self.summary = SessionSummary()
         self._frames_at_tick = 0
         self._stop = threading.Event()
-        self._source = self._open()   # raises SourceError now, before anything is written
+        # Opened now (SourceError before anything is written), reopened when it drops.
+        self._source = LiveSource(self._open(), self._open, realtime=realtime,
+                                  max_reconnects=max_reconnects, max_frames=max_frames,
+                                  stop=self._stop)
+        self.summary = SessionSummary(source=self._source)
         try:
             # Settings that cannot work at this source's frame rate: refused (SettingError)
             # before the result folder exists.
@@ -164,119 +148,43 @@ class LiveMonitor:
     def stop(self) -> None:
         self._stop.set()
 
-    # -- capture thread --------------------------------------------------------------------
-    def _capture(self, run, put) -> None:
-        """Read frames into the buffer (``put``), reopening a live source that drops, until
-        the source ends, the range or the frame limit is reached, or the session stops."""
-        source, index, started = self._source, run.start, time.monotonic()
-        backoff = Backoff()
-        # The range (-st/-et/-dt) and --max-frames end the capture in frames of the session:
-        # the end of a range is not a source lost.
-        end = run.end
-        if self.max_frames is not None:
-            end = min(end, run.start + self.max_frames) if end is not None \
-                else run.start + self.max_frames
-        # Only a live picture (or one played at its pace) goes stale: a file read flat out
-        # waits for the detector instead of losing frames.
-        paced = source.is_live or self.realtime
-        while not self._stop.is_set():
-            first_time = first_wall = None
-            try:
-                frames = source.frames(run.start, end) if index == run.start \
-                    else source.frames()
-                for frame in frames:
-                    now = time.monotonic()
-                    if self.realtime and not source.is_live:
-                        if first_time is None:
-                            first_time, first_wall = frame.time_s, now
-                        delay = first_wall + (frame.time_s - first_time) - now
-                        if delay > 0 and self._stop.wait(delay):
-                            break
-                        now = time.monotonic()
-                    # Live sources restart their clocks on reconnection: number and time
-                    # frames by the session instead.
-                    if source.is_live:
-                        frame = Frame(index, now - started, frame.image, frame.colour)
-                    vector = None if frame.image is None else run.preprocess(frame.image)
-                    if not put(_Captured(frame, vector, now), drop_oldest=paced):
-                        break
-                    index = frame.index + 1
-                    if end is not None and index >= end:
-                        break
-            except (SourceError, OSError, ValueError):
-                pass  # treated as the source ending, below
-            source.close()
-            if self._stop.is_set() or not source.is_live or (end is not None and index >= end):
-                return
-            put(("lost", index, time.monotonic() - started))
-            source = None
-            while source is None and not self._stop.is_set():
-                if (self.max_reconnects is not None
-                        and self.summary.reconnects >= self.max_reconnects):
-                    self.summary.gave_up = True
-                    return
-                backoff.wait(self._stop)
-                self.summary.reconnects += 1
-                try:
-                    source = self._open()
-                except SourceError:
-                    continue
-                backoff.reset()
-                put(("back", index, time.monotonic() - started))
-
     # -- the session -----------------------------------------------------------------------
     def run(self) -> SessionSummary:
         settings, source = self.settings, self._source
         run, segmenter = self._prepared
-        segmenter.keep_events = False  # the session keeps what it needs, bounded
-        seed_detector(run)  # a file watched is seeded as run seeds it; a live source is not
         session = self._session(run, segmenter)
         session.start()
-        # As in run: one BLAS thread for the detector's small matrices, and the same numbers.
-        blas_one_thread = threadpool_limits(limits=1, user_api="blas")
-        buffer = ReadAhead(lambda put: self._capture(run, put), BUFFER_FRAMES,
-                           name="videvent-capture")
         session.status("connected", {"uri": source.uri, "fps": source.fps})
-        last_flush = last_status = last_item = time.monotonic()
-        health_of = run.health_check()
-        stalled = False
+        engine = Engine(run, explain=settings.threshold_low, stop=self._stop)
+        last_flush = last_status = time.monotonic()
+        stalled_since = None   # the silence already said to be a stall
+
+        def scored(decoded, _verdict) -> None:
+            nonlocal last_flush, last_status
+            now = time.monotonic()
+            self.summary.latencies_s.append(now - decoded.read_at)
+            self.summary.frames += 1
+            self.summary.events = session.events_completed
+            if now - last_flush >= FLUSH_EVERY_S:
+                session.flush()
+                last_flush = now
+            if now - last_status >= STATUS_EVERY_S:
+                self.summary.dropped = engine.dropped
+                self._tick(session, now - last_status)
+                last_status = now
+
+        def idle(since: float) -> None:
+            nonlocal stalled_since
+            silent_s = time.monotonic() - since
+            if source.is_live and since != stalled_since and silent_s >= STALLED_AFTER_S:
+                stalled_since = since  # said once a silence; frames or a loss end it
+                session.status("stalled", {"seconds": round(silent_s, 1)})
+
         try:
-            while not self._stop.is_set():
-                item = buffer.get(timeout=0.2)
-                now = time.monotonic()
-                if item is None:
-                    if source.is_live and not stalled and now - last_item >= STALLED_AFTER_S:
-                        stalled = True  # said once a silence; frames or a loss end it
-                        session.status("stalled", {"seconds": round(now - last_item, 1)})
-                    continue
-                last_item, stalled = now, False
-                if item is ReadAhead.END:
-                    break
-                if isinstance(item, tuple):
-                    kind, index, time_s = item
-                    session.status(kind, {"frame": index, "time_s": round(time_s, 3),
-                                          "timecode": format_timecode(time_s)})
-                    continue
-                health = health_of(item.vector)
-                verdict = run.detector.process_frame(item.frame.index, item.frame.time_s,
-                                                     item.vector, health,
-                                                     explain=settings.threshold_low)
-                self.summary.latencies_s.append(time.monotonic() - item.captured_at)
-                session.add(item.frame, item.vector, verdict)
-                self.summary.frames += 1
-                self.summary.events = session.events_completed
-                if now - last_flush >= FLUSH_EVERY_S:
-                    session.flush()
-                    last_flush = now
-                if now - last_status >= STATUS_EVERY_S:
-                    self.summary.dropped = buffer.dropped
-                    self._tick(session, now - last_status)
-                    last_status = now
+            engine.run(session, buffer=BUFFER_FRAMES, close_timeout=5, on_scored=scored,
+                       on_idle=idle)
         finally:
-            blas_one_thread.restore_original_limits()
-            self._stop.set()
-            buffer.close(timeout=5)
-            self.summary.dropped = buffer.dropped
+            self.summary.dropped = engine.dropped
             try:
                 session.finish()   # the last events, and the summary document
                 self.summary.events = session.events_completed

@@ -196,6 +196,8 @@ class Session:
                  sinks: list[Sink] = (), live: bool = False, summary_path: Path | None = None,
                  summary_extra=None, report=None):
         self.run, self.segmenter, self.sinks, self.live = run, segmenter, list(sinks), live
+        if live:
+            segmenter.keep_events = False  # the session keeps what it needs, bounded
         self._report = report or (lambda line: None)
         self._resting: set[int] = set()        # sinks (by id) skipped until the next event
         self._reported: set[str] = set()       # failures said already

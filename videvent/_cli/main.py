@@ -21,7 +21,8 @@ from ..output.events_json import add_to_events
 from ..output.folder import amending, public_name
 from ..output.names import OutputNameError, check_outputs
 from ..output.report import write_plot, write_report
-from ..pipeline import default_out_dir, detect, frame_range
+from ..passes import frame_range
+from ..pipeline import default_out_dir, detect
 from ..settings import METHODS, NEVER, SettingError, Settings
 from ..sources.base import public_uri
 from ..timecode import format_timecode

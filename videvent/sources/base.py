@@ -80,6 +80,9 @@ class FrameSource(ABC):
     # True when neither the source nor the caller gave a frame rate and DEFAULT_FPS stands in
     # (images carry no timing): every time setting then counts frames at a guessed rate.
     fps_assumed: bool = False
+    # True when a frame goes stale if it waits (a live picture): the reader may then drop the
+    # oldest frames waiting for the detector rather than let it fall behind.
+    paced: bool = False
 
     @abstractmethod
     def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:

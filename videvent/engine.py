@@ -1,0 +1,227 @@
+"""The engine: the one loop that scores frames, which every front end feeds.
+
+``run``, ``batch``, ``export``, ``watch`` and the Python API differ in where their frames
+come from (a file, a stream watched by ``sources.live.LiveSource``, the chunks a batch decoded
+in parallel) and in whom the verdicts go to (a ``Session``, or ``export``'s check against the
+recorded run); between the two, ``Engine.run`` is the only code that asks a detector to score
+a frame, so a frame is scored the same way whatever the front end.
+
+Decoding and preprocessing run on a reader thread feeding a bounded queue
+(``videvent.reader``), so the decoder and the detector use both cores and memory stays flat
+however long the video is; a paced source (a live picture) drops its oldest waiting frames
+rather than fall behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .detectors import FrameScore, SubspaceWindowDetector
+from .passes import Pass, build_segmenter
+from .reader import ReadAhead
+from .sources import Frame
+from .sources.live import SourceNews
+from .status import FrameStatus
+
+# Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
+# that memory does not depend on how far the decoder gets ahead.
+READ_AHEAD = 32
+# How often the loop, waiting for a frame, looks whether it should stop (and tells
+# ``on_idle``).
+POLL_S = 0.2
+
+
+@dataclass
+class Decoded:
+    """A frame, its working vector, and when it was read (``time.monotonic()``; None for
+    frames decoded elsewhere)."""
+
+    frame: Frame
+    vector: np.ndarray | None
+    read_at: float | None
+
+
+def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
+    """Seed the pass's detector (and ``others``, ``--compare``'s, from the same frames), or
+    the reference that judges its start (``--seed``, ``--start-reference``), from frames
+    spread over the whole source (files only). Returns how many frames seeded the pass's.
+
+    The paper's batch setting: the inlier scores pick the background among frames from the
+    whole video, so an event in view from the first frame is scored as one. Frames before the
+    pass's range count too: they are the same scene.
+    """
+    settings = run.settings
+    if not (settings.seed or settings.start_reference) or run.source.is_live:
+        return 0
+    window = run.detector.model.window
+    vectors = [run.preprocess(frame.image)
+               for frame in run.source.sample(window)
+               if frame.image is not None]
+    used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
+            for detector in (run.detector, *others)]
+    return used[0]
+
+
+def read_ahead(run: Pass, size: int = READ_AHEAD) -> ReadAhead:
+    """The one place frames are decoded and preprocessed: the pass's range of its source read
+    on a reader thread, handed on as ``Decoded`` (and the source's news as it comes)."""
+    paced = run.source.paced
+
+    def produce(put) -> None:
+        frames = run.source.frames(run.start, run.end)
+        try:
+            for item in frames:
+                if isinstance(item, SourceNews):
+                    handed = put(item)
+                else:
+                    read_at = time.monotonic()
+                    vector = None if item.image is None else run.preprocess(item.image)
+                    handed = put(Decoded(item, vector, read_at), drop_oldest=paced)
+                if not handed:
+                    return
+        finally:
+            frames.close()      # the source's pass ends here, on the reader's thread
+
+    return ReadAhead(produce, size, name="videvent-capture" if paced else "videvent-reader")
+
+
+class Comparison:
+    """``--compare``: the other methods' detectors and segmenters on the same frames, their
+    residuals written to ``compare.csv`` for the report's side-by-side panels."""
+
+    def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
+        settings, fps = run.settings, run.source.fps
+        self.methods = methods
+        self.detectors = {method: SubspaceWindowDetector.from_settings(
+                              settings, run.frame_shape, fps, method=method,
+                              watched=run.preprocess.watched)
+                          for method in methods if method != settings.method}
+        self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
+        self._rows = open(path if path is not None else os.devnull, "w")
+        self._rows.write("frame," + ",".join(f"residual_{m}" for m in methods) + "\n")
+        self._main = settings.method
+
+    def add(self, frame: Frame, score: FrameScore, verdicts: dict[str, FrameScore]) -> None:
+        """The main detector's verdict on ``frame`` and the other methods' (by method)."""
+        residuals = {self._main: score.residual}
+        for method, verdict in verdicts.items():
+            residuals[method] = verdict.residual
+            self.segmenters[method].update(frame.index, frame.time_s, verdict.score,
+                                           absorbed=verdict.absorbed)
+        self._rows.write(f"{frame.index}," + ",".join(
+            f"{residuals[m]:.6g}" for m in self.methods) + "\n")
+
+    def events(self) -> dict[str, list[list[int]]]:
+        """Each other method's events (first and last core frame)."""
+        for segmenter in self.segmenters.values():
+            segmenter.finish()
+        return {method: [[e.core_start_frame, e.core_end_frame] for e in segmenter.events]
+                for method, segmenter in self.segmenters.items()}
+
+    def close(self) -> None:
+        self._rows.close()
+
+
+class Engine:
+    """Scores every frame of a pass, in order, and hands each verdict to a consumer.
+
+    ``explain``: True for every frame's residual image (the annotated video), or the score
+    from which frames get it. ``comparison``: ``--compare``'s detectors, fed the same frames.
+    ``stop``: set (by another thread, or a signal handler) to end the pass early; the engine
+    sets it when the pass ends, so a live source stops too.
+    """
+
+    def __init__(self, run: Pass, *, explain: bool | float = False,
+                 comparison: Comparison | None = None, stop: threading.Event | None = None):
+        self.pass_, self.explain, self.comparison = run, explain, comparison
+        self.stop = stop if stop is not None else threading.Event()
+        self._reader: ReadAhead | None = None
+
+    @property
+    def dropped(self) -> int:
+        """Frames of a paced source dropped so far because the detector fell behind."""
+        return self._reader.dropped if self._reader is not None else 0
+
+    def run(self, consumer, *, decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None,
+            buffer: int = READ_AHEAD, close_timeout: float | None = None,
+            on_scored: Callable[[Decoded, FrameScore], None] | None = None,
+            on_idle: Callable[[float], None] | None = None) -> None:
+        """Score the pass's frames into ``consumer``: its ``add(frame, vector, verdict)`` gets
+        every frame in order, its ``status(kind, detail)`` the source's news.
+
+        ``decoded``: the pass's (frame, working vector) pairs decoded and preprocessed
+        elsewhere (``videvent batch`` decodes the chunks of a long video in parallel), scored
+        instead of reading the source. ``buffer``: frames read ahead at most.
+        ``close_timeout``: how long to wait for the reader when the pass ends (a network read
+        cannot be interrupted). ``on_scored(decoded, verdict)``: told as soon as a frame is
+        scored, before the consumer. ``on_idle(since)``: told every ``POLL_S`` while nothing
+        comes, with the ``time.monotonic()`` of the last thing that came.
+        """
+        run, comparison = self.pass_, self.comparison
+        others = comparison.detectors if comparison is not None else {}
+        seed_detector(run, *others.values())
+        if decoded is None:
+            self._reader = read_ahead(run, buffer)
+            items = self._waiting(self._reader, on_idle)
+        else:
+            items = (Decoded(frame, vector, None) for frame, vector in decoded)
+        # The detector's matrices are small (window x window): one BLAS thread is faster than
+        # two fighting over them, leaves the other core to the decoder, and gives the same
+        # numbers whoever runs the pass.
+        blas_one_thread = threadpool_limits(limits=1, user_api="blas")
+        health_of = run.health_check()
+        try:
+            for item in items:
+                if self.stop.is_set():
+                    break
+                if isinstance(item, SourceNews):
+                    consumer.status(item.kind, item.detail())
+                    continue
+                frame, vector = item.frame, item.vector
+                health = health_of(vector)
+                verdict = run.detector.process_frame(frame.index, frame.time_s, vector, health,
+                                                     explain=self.explain)
+                if others:
+                    # The other methods are told which frames have no usable picture, and
+                    # judge the rest themselves.
+                    theirs = verdict.status if FrameStatus(verdict.status).unusable \
+                        else FrameStatus.OK
+                    comparison.add(frame, verdict, {
+                        method: detector.process_frame(frame.index, frame.time_s, vector,
+                                                       theirs)
+                        for method, detector in others.items()})
+                if on_scored is not None:
+                    on_scored(item, verdict)
+                consumer.add(frame, vector, verdict)
+        finally:
+            blas_one_thread.restore_original_limits()
+            self.stop.set()
+            if self._reader is not None:
+                self._reader.close(timeout=close_timeout)
+            elif hasattr(decoded, "close"):
+                decoded.close()
+
+    def _waiting(self, reader: ReadAhead, on_idle):
+        """What the reader hands on, until its end; while nothing comes, ``on_idle`` is told
+        every POLL_S (and the loop looks at ``stop``)."""
+        since = time.monotonic()
+        while True:
+            item = reader.get(timeout=POLL_S)
+            if item is None:
+                if self.stop.is_set():
+                    return
+                if on_idle is not None:
+                    on_idle(since)
+                continue
+            if item is ReadAhead.END:
+                return
+            since = time.monotonic()
+            yield item

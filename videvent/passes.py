@@ -1,0 +1,108 @@
+"""What one pass of the detector over a source is set up with, read from the settings.
+
+Every front end opens its source here (``open_for``) and prepares its pass here
+(``prepare``): the frame range, the regions checked against the picture, the preprocessing,
+the detector and the segmenter. A setting that cannot work at the source's frame rate is a
+``SettingError`` (bad usage) raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .detectors import SubspaceWindowDetector
+from .preprocess import HealthCheck, Preprocessor, working_size
+from .regions import RegionError, Regions
+from .segmenter import EventSegmenter
+from .settings import SettingError, Settings
+from .sources import FrameSource, open_source
+
+# A picture repeated exactly for this long is a stalled source, reported as frozen (the
+# duration ffmpeg's freezedetect filter reports by default). Shorter runs of repeats are a still
+# scene coded at a low bit rate, which repeats a still picture within a keyframe interval.
+FROZEN_AFTER_SECONDS = 2.0
+
+
+def open_for(spec: str | os.PathLike | int, settings: Settings, *,
+             keep_colour: bool = False) -> FrameSource:
+    """``spec`` opened as ``settings`` read it (colour, decoder, an image sequence's rate):
+    the one place every front end opens its source."""
+    return open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
+                       keep_colour=keep_colour)
+
+
+def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
+    return EventSegmenter(
+        settings.threshold, settings.threshold_low,
+        min_length=max(1, settings.frames("min_event_length", fps)),
+        merge_gap=settings.frames("merge_gap", fps),
+        pre_roll=settings.frames("time_before_event", fps),
+        post_roll=settings.frames("time_post_event", fps))
+
+
+def frame_range(settings: Settings, fps: float) -> tuple[int, int | None]:
+    start = settings.frames("start_time", fps) or 0
+    end = settings.frames("end_time", fps)
+    if settings.duration is not None:
+        end = start + settings.frames("duration", fps)
+    if end is not None and end <= start:
+        raise ValueError(f"the end of the range to scan (frame {end}) is not after its start "
+                         f"(frame {start})")
+    return start, end
+
+
+@dataclass
+class Pass:
+    """One pass of the detector over a source: what it was set up with."""
+
+    source: FrameSource
+    settings: Settings
+    start: int
+    end: int | None
+    preprocess: Preprocessor
+    detector: SubspaceWindowDetector
+
+    @property
+    def frame_shape(self) -> tuple[int, ...]:
+        return self.detector.frame_shape
+
+    def health_check(self) -> HealthCheck:
+        """A fresh judge of the pass's frames' health, fed them in order."""
+        return HealthCheck(round(FROZEN_AFTER_SECONDS * self.source.fps), self.preprocess.watched)
+
+
+def source_regions(settings: Settings, source: FrameSource) -> Regions:
+    """The settings' regions, checked against the source's frame and the working picture:
+    SettingError (one line) for a polygon outside it, one that covers no working pixel, or
+    masks that leave nothing to watch."""
+    regions = settings.regions()
+    working = working_size(source.width, source.height, max_side=settings.working_size,
+                           downscale_factor=settings.downscale_factor)
+    try:
+        regions.check(source.width, source.height, working)
+    except RegionError as error:
+        raise SettingError(str(error)) from None
+    return regions
+
+
+def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
+    start, end = frame_range(settings, source.fps)
+    regions = source_regions(settings, source)
+    width, height = working_size(source.width, source.height, max_side=settings.working_size,
+                                 downscale_factor=settings.downscale_factor)
+    shape = (height, width, 3) if settings.colour else (height, width)
+    preprocess = Preprocessor(width, height, settings.colour, regions=regions,
+                              source_size=(source.width, source.height))
+    return Pass(source, settings, start, end, preprocess,
+                SubspaceWindowDetector.from_settings(settings, shape, source.fps,
+                                                     watched=preprocess.watched))
+
+
+def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:
+    """The pass and the segmenter of ``settings`` on ``source``; SettingError if the settings,
+    in frames of this source, cannot work (bad usage: callers check this before writing)."""
+    try:
+        return prepare_pass(source, settings), build_segmenter(settings, source.fps)
+    except ValueError as error:
+        raise SettingError(str(error)) from None
