@@ -40,6 +40,7 @@ from typing import Callable
 
 import numpy as np
 
+from .engine import working_frames
 from .output import read_events
 from .atomic import write_text_atomically
 from .output.folder import completion, made_by_videvent, remove_stale
@@ -219,14 +220,14 @@ def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> 
     Returned compactly: one (frames, pixels) float32 array, and which frames had no picture.
     """
     with open_for(spec, settings) as source:
-        preprocess = prepare_pass(source, settings).preprocess
+        run = prepare_pass(source, settings)
         indices, times, vectors, missing = [], [], [], []
-        for frame in source.frames(start, end):
-            indices.append(frame.index)
-            times.append(frame.time_s)
-            missing.append(frame.image is None)
-            if frame.image is not None:
-                vectors.append(preprocess(frame.image))
+        for decoded in working_frames(run, source.frames(start, end)):
+            indices.append(decoded.frame.index)
+            times.append(decoded.frame.time_s)
+            missing.append(decoded.vector is None)
+            if decoded.vector is not None:
+                vectors.append(decoded.vector)
     return {"index": indices, "time_s": times, "missing": missing,
             "vectors": np.array(vectors, np.float32)}
 

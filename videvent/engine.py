@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,29 +62,38 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
     if not (settings.seed or settings.start_reference) or run.source.is_live:
         return 0
     window = run.detector.model.window
-    vectors = [run.preprocess(frame.image)
-               for frame in run.source.sample(window)
-               if frame.image is not None]
+    vectors = [decoded.vector for decoded in working_frames(run, run.source.sample(window))
+               if decoded.vector is not None]
     used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
             for detector in (run.detector, *others)]
     return used[0]
 
 
+def working_frames(run: Pass, frames: Iterable[Frame | SourceNews]
+                   ) -> Iterator[Decoded | SourceNews]:
+    """The one place a decoded frame becomes the detector's working vector (None for a frame
+    without a picture), as the pass's preprocessing makes it; a source's news passes as it
+    comes."""
+    for frame in frames:
+        if isinstance(frame, SourceNews):
+            yield frame
+            continue
+        read_at = time.monotonic()
+        yield Decoded(frame, None if frame.image is None else run.preprocess(frame.image),
+                      read_at)
+
+
 def read_ahead(run: Pass, size: int = READ_AHEAD) -> ReadAhead:
-    """The one place frames are decoded and preprocessed: the pass's range of its source read
-    on a reader thread, handed on as ``Decoded`` (and the source's news as it comes)."""
+    """The pass's range of its source, decoded and preprocessed on a reader thread and handed
+    on as ``Decoded`` (and the source's news as it comes)."""
     paced = run.source.paced
 
     def produce(put) -> None:
         frames = run.source.frames(run.start, run.end)
         try:
-            for item in frames:
-                if isinstance(item, SourceNews):
-                    handed = put(item)
-                else:
-                    read_at = time.monotonic()
-                    vector = None if item.image is None else run.preprocess(item.image)
-                    handed = put(Decoded(item, vector, read_at), drop_oldest=paced)
+            for item in working_frames(run, frames):
+                handed = put(item) if isinstance(item, SourceNews) \
+                    else put(item, drop_oldest=paced)
                 if not handed:
                     return
         finally:

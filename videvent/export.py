@@ -17,18 +17,17 @@ from typing import Callable
 
 import numpy as np
 
+from .engine import Engine
 from .output import read_events, read_scores
-from .output.annotate import Annotator, Overlay, StripChart, chart_height
 from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, CLIPS_NAME,
-                           REGIONS_NAME, AnnotatedVideoSink, ClipSink, write_clip_index)
+                           REGIONS_NAME, write_clip_index)
 from .output.folder import remove_stale
 from .output.names import check_clip_template, check_video_path
-from .engine import Engine
 from .passes import open_for, prepare_pass
-from .pipeline import clip_options
 from .segmenter import Event
 from .session import fingerprint
 from .settings import Settings
+from .sinks import folder_sinks
 
 __all__ = ["ANNOTATED_NAME", "CLIPS_NAME", "CLIP_MODES", "CLIP_TEMPLATE", "REGIONS_NAME",
            "check_clip_template", "check_video_path", "export"]
@@ -75,22 +74,10 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
         # Made inside the try: a signal that comes while they are made still removes what
         # they began to write.
         try:
-            if video:
-                height = chart_height(source.height)
-                chart = StripChart.of_scores(source.width, height, scores["frame"],
-                                             scores["score"], settings.threshold,
-                                             document["events"]) if height else None
-                sinks.append(AnnotatedVideoSink(
-                    folder / ANNOTATED_NAME if video is True else Path(video),
-                    folder / REGIONS_NAME,
-                    Annotator(source.width, source.height, chart, settings.threshold_low,
-                              run.preprocess.regions, Overlay.of(settings)),
-                    source.fps))
-            if clips:
-                # The run's events come with their padding: no time before them to keep.
-                sinks.append(ClipSink(clip_folder,
-                                      lambda n: clip_template.format(video=source.name, n=n),
-                                      source.fps, 0, **clip_options(uri, settings, clip_mode)))
+            sinks += folder_sinks(source, settings, run.preprocess.regions, folder,
+                                  video=video, clips=clips, clip_template=clip_template,
+                                  clip_mode=clip_mode, clip_folder=clip_folder,
+                                  recorded=(scores, document["events"]))
             replay = _Replay(sinks, events, flagged_event, document["source"].get("fingerprint"),
                              run.frame_shape, progress)
             # Residual images: every frame's for the video, the unusual ones' for clip boxes.

@@ -25,13 +25,13 @@ import numpy as np
 from .alerts import AlertSink, AlertSinks
 from .output.annotate import Overlay
 from .engine import Engine
-from .output.clips import CLIP_TEMPLATE, ClipSink, bgr_picture
+from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.sink import Sink
-from .output.thumbnails import ThumbnailSink
 from .passes import open_for, prepare
 from .session import Session
 from .settings import Settings
+from .sinks import folder_sinks
 from .sources.live import LiveSource
 
 BUFFER_FRAMES = 64            # frames captured ahead of the detector, at most
@@ -213,17 +213,9 @@ class LiveMonitor:
     def _session(self, run, segmenter) -> Session:
         """The session and its sinks: thumbnails, clips, alerts, the preview window."""
         settings, source = self.settings, self._source
-        sinks: list[Sink] = [ThumbnailSink(self.out_dir / "thumbnails", settings.threshold_low,
-                                           regions=run.preprocess.regions,
-                                           overlay=Overlay.of(settings))]
-        clips = None
-        if self.clips:
-            # Encoded from the frames held (a stream cannot be read again), boxes on request.
-            clips = ClipSink(self.out_dir,
-                             lambda n: CLIP_TEMPLATE.format(video=source.name, n=n), source.fps,
-                             settings.frames("time_before_event", source.fps),
-                             boxes=settings.bounding_box, box_level=settings.threshold_low)
-            sinks.append(clips)
+        sinks = folder_sinks(source, settings, run.preprocess.regions, self.out_dir,
+                             thumbnails=True, clips=self.clips)
+        clips = next((sink for sink in sinks if isinstance(sink, ClipSink)), None)
         sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None,
                                camera=self.camera))
         if self.show:

@@ -18,18 +18,15 @@ import numpy as np
 
 from .engine import Comparison, Engine
 from .output import ResultFolder, write_events
-from .output.annotate import Annotator, Overlay, StripChart, chart_height
-from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, REGIONS_NAME,
-                           AnnotatedVideoSink, ClipSink, write_clip_index)
+from .output.clips import CLIP_MODES, CLIP_TEMPLATE, write_clip_index
 from .output.folder import check_destination, mark_complete
 from .output.names import RESULT_FILES, check_outputs
 from .output.sink import Sink
-from .output.thumbnails import ThumbnailSink
-from .passes import frame_range, open_for, prepare, source_regions
+from .passes import open_for, prepare, source_regions
 from .session import RunResult, Session
-from .settings import SettingError, Settings
+from .settings import Settings
+from .sinks import folder_sinks
 from .sources import Frame, FrameSource
-
 
 def default_out_dir(spec: str | os.PathLike) -> Path:
     """``clip.avi`` -> ``clip.videvent/`` beside it (for image patterns: beside their folder)."""
@@ -44,19 +41,13 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
          progress: Callable[[int], None] | None = None,
          decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None) -> RunResult:
     """Run the detector over ``source`` through a session; into ``folder`` (when given) go
-    ``scores.csv``, the thumbnails (and ``compare.csv``), besides what ``sinks`` write.
+    ``scores.csv`` (and ``compare.csv``), besides what ``sinks`` write.
 
     ``decoded``: the pass's (frame, working vector) pairs, decoded elsewhere (see
-    ``Engine.run``); their frames may carry no picture, and an event's peak frame is then
-    decoded again from ``source`` for its thumbnail. ``explain_all``: every frame gets its
-    residual image (for the annotated video), not only those from ``threshold_low`` up.
+    ``Engine.run``). ``explain_all``: every frame gets its residual image (for the annotated
+    video), not only those from ``threshold_low`` up.
     """
     run, segmenter = prepare(source, settings)
-    if folder is not None:
-        sinks = [ThumbnailSink(folder / "thumbnails", settings.threshold_low,
-                               redecode=lambda index: _picture(source, index),
-                               regions=run.preprocess.regions,
-                               overlay=Overlay.of(settings)), *sinks]
     session = Session(run, segmenter, sinks=sinks,
                       scores_path=None if folder is None else folder / "scores.csv")
     comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
@@ -141,12 +132,17 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
-        exports = export_sinks(source, settings, staging, export_video, clips, clip_template,
-                               clip_mode)
-        result = scan(source, settings, staging, compare=compare, sinks=[*exports, *sinks],
+        # Frames decoded elsewhere may carry no picture: an event's peak frame is then
+        # decoded again for its thumbnail.
+        written_by = folder_sinks(source, settings, source_regions(settings, source), staging,
+                                  thumbnails=True,
+                                  redecode=lambda index: _picture(source, index),
+                                  video=export_video, clips=clips, clip_template=clip_template,
+                                  clip_mode=clip_mode)
+        result = scan(source, settings, staging, compare=compare, sinks=[*written_by, *sinks],
                       explain_all=bool(export_video), progress=progress, decoded=decoded)
         write_events(staging / "events.json", result.to_dict())
-        written = [path for sink in exports for path in sink.written]
+        written = [path for sink in written_by for path in getattr(sink, "written", ())]
         if clips:
             write_clip_index(staging, {event.number: clip_template.format(
                 video=source.name, n=event.number) for event in result.events})
@@ -161,45 +157,3 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                        for path in written]
     result.out_dir = destination
     return result
-
-
-def clip_options(uri: str, settings: Settings, mode: str) -> dict:
-    """``ClipSink``'s keywords for the clips of the source ``uri``, made in ``mode`` with the
-    boxes ``settings`` ask for. SettingError (one line) for clips copied from what is not a
-    video file (a folder or pattern of images)."""
-    source_file = uri if os.path.isfile(uri) else None
-    if mode not in CLIP_MODES:
-        raise SettingError(f"clip mode must be one of {', '.join(CLIP_MODES)}, got {mode!r}")
-    if mode == "copy" and source_file is None:
-        raise SettingError(f"--clip-mode copy copies a video file's own packets; '{uri}' is "
-                           f"not a video file (--clip-mode encode makes its clips)")
-    return {"source_file": source_file, "mode": mode, "boxes": settings.bounding_box,
-            "box_level": settings.threshold_low}
-
-
-def export_sinks(source: FrameSource, settings: Settings, folder: Path,
-                 video: bool | str | os.PathLike, clips: bool, clip_template: str,
-                 clip_mode: str = CLIP_MODES[0]) -> list[Sink]:
-    """The annotated video (``video``: True for annotated.mp4 in ``folder``, or a path) and
-    the clip writer of a run, fed in the same pass as the scores."""
-    sinks: list[Sink] = []
-    if video:
-        start, end = frame_range(settings, source.fps)
-        last = (end if end is not None else source.frame_count or start + 1) - 1
-        if source.frame_count:
-            last = min(last, source.frame_count - 1)
-        height = chart_height(source.height)
-        # The chart fills in as the video plays: its scale stops at twice the threshold.
-        chart = StripChart(source.width, height, start, last, settings.threshold,
-                           settings.threshold * 2.0) if height else None
-        path = folder / ANNOTATED_NAME if video is True else Path(video)
-        sinks.append(AnnotatedVideoSink(
-            path, folder / REGIONS_NAME,
-            Annotator(source.width, source.height, chart, settings.threshold_low,
-                      settings.regions(), Overlay.of(settings)),
-            source.fps, fill_chart=True))
-    if clips:
-        sinks.append(ClipSink(folder, lambda n: clip_template.format(video=source.name, n=n),
-                              source.fps, settings.frames("time_before_event", source.fps),
-                              **clip_options(source.uri, settings, clip_mode)))
-    return sinks
