@@ -96,16 +96,18 @@ def test_the_version_is_declared_once():
 
 
 # The layers, lowest first: a module may import from its own layer and those below, never from
-# one above (the data flows source -> preprocess -> detector -> segmenter -> sinks, and the
-# front ends sit on top).
+# one above. The maths at the bottom (arrays in, arrays out); then what every layer shares; the
+# stages the data flows through (source -> preprocess -> detector -> segmenter -> sinks); a
+# pass set up from the settings, the reader and the session; the engine's one loop and the
+# sinks of a result folder; the front ends, each feeding the engine; the command line on top.
 LAYERS = (
+    ("videvent.rpca",),
     ("videvent._version", "videvent.choices", "videvent.status", "videvent.timecode",
      "videvent.atomic"),
-    ("videvent.rpca",),
     ("videvent.regions", "videvent.sources", "videvent.segmenter", "videvent.synthetic"),
     ("videvent.preprocess", "videvent.settings", "videvent.detectors", "videvent.output"),
-    ("videvent.session", "videvent.reader", "videvent.passes", "videvent.engine",
-     "videvent.sinks"),
+    ("videvent.passes", "videvent.reader", "videvent.session"),
+    ("videvent.engine", "videvent.sinks"),
     ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
      "videvent.batch", "videvent.alerts", "videvent.dashboard"),
     ("videvent._cli", "videvent.__main__", "videvent"),
@@ -165,6 +167,22 @@ def test_the_import_graph_goes_one_way_with_no_circle():
             del remaining[module]
         for imports in remaining.values():
             imports.difference_update(free)
+
+
+def test_the_maths_imports_numpy_and_scipy_only():
+    """``videvent/rpca/`` is usable alone: besides its own modules, the standard library,
+    numpy and scipy, it imports nothing (not even the rest of videvent)."""
+    import ast
+
+    allowed = set(sys.stdlib_module_names) | {"numpy", "scipy"}
+    found = set()
+    for path in (ROOT / "videvent" / "rpca").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found.add(node.module.split(".")[0])
+    assert found - allowed == set() and "numpy" in found
 
 
 def test_every_front_end_opens_its_source_in_one_place():
