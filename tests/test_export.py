@@ -102,6 +102,27 @@ def test_export_from_a_result_folder_and_when_its_source_is_gone(tmp_path):
     assert result.returncode == 1 and "not a videvent result folder" in result.stderr
 
 
+def test_export_checks_every_frame_it_scores_again_against_the_runs_scores(tmp_path):
+    """The export scores the source again through a session, as the run did; a frame that
+    scores otherwise than the run's scores.csv says (here the record of frame 40 altered,
+    as a changed source would) stops it with one line naming that frame, and nothing it
+    began is left."""
+    out = tmp_path / "result"
+    run_ok("run", sample("walker")[0], "-d", out, "-q", "--no-plot")
+    rows = (out / "scores.csv").read_text().splitlines()
+    column = rows[0].split(",").index("score")
+    cells = rows[41].split(",")
+    assert cells[0] == "40"
+    cells[column] = f"{float(cells[column]) + 1:.6g}"
+    rows[41] = ",".join(cells)
+    (out / "scores.csv").write_text("\n".join(rows) + "\n")
+    before = sorted(path.name for path in out.iterdir())
+    result = run_cli("export", out, "--export-clips")
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "source has changed since the run: frame 40 scores" in result.stderr
+    assert sorted(path.name for path in out.iterdir()) == before
+
+
 def test_report_rerenders_from_the_folder_without_the_video(tmp_path):
     path, _ = sample("walker")
     copy = tmp_path / "clip.mp4"

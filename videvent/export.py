@@ -2,11 +2,12 @@
 drawn on it) and one clip per event (``videvent export``; ``run`` writes them in its own
 pass).
 
-A second pass over the source: the same detector with the same settings scores the same
-frames again, so the heat map of every frame is the residual of the very subspace that scored
-it (no second model), while which frames are flagged, and in which event, comes from the
-run's ``scores.csv``; the frames go to the same sinks as ``run``'s. Files appear only when
-complete (written under a temporary name).
+A second pass over the source, as ``run``'s: the engine scores the same frames with the same
+settings into a session with the same sinks, so the heat map of every frame is the residual
+of the very subspace that scored it (no second model) and the events are cut as the run cut
+them. Each verdict is checked against the run's ``scores.csv`` as it comes: a frame that
+scores otherwise means the source has changed since the run, and the export stops. Files
+appear only when complete (written under a temporary name).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, CLIPS_NAME
                            REGIONS_NAME, write_clip_index)
 from .output.folder import remove_stale
 from .output.names import check_clip_template, check_video_path
-from .passes import open_for, prepare_pass
-from .segmenter import Event
-from .session import fingerprint
+from .passes import open_for, prepare
+from .session import Session, fingerprint
 from .settings import Settings
 from .sinks import folder_sinks
 
@@ -65,12 +65,10 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     if video is not True and video:
         check_video_path(video, uri)
     remove_stale(folder)
-    events = [Event.from_dict(record) for record in document["events"]]
     clip_folder = Path(clips_dir) if clips_dir is not None else folder
-    flagged_event = dict(zip(scores["frame"].tolist(), scores["event"].tolist()))
     with open_for(uri, settings, keep_colour=True) as source:
-        run = prepare_pass(source, settings)
-        sinks = []
+        run, segmenter = prepare(source, settings)
+        sinks, session = [], None
         # Made inside the try: a signal that comes while they are made still removes what
         # they began to write.
         try:
@@ -78,72 +76,69 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                                   video=video, clips=clips, clip_template=clip_template,
                                   clip_mode=clip_mode, clip_folder=clip_folder,
                                   recorded=(scores, document["events"]))
-            replay = _Replay(sinks, events, flagged_event, document["source"].get("fingerprint"),
-                             run.frame_shape, progress)
+            session = Session(run, segmenter, sinks=sinks)
+            recorded = _Recorded(scores, document["source"].get("fingerprint"),
+                                 run.frame_shape, progress)
+            session.start()
             # Residual images: every frame's for the video, the unusual ones' for clip boxes.
             explain = True if video else settings.threshold_low if settings.bounding_box \
                 else False
-            Engine(run, explain=explain).run(replay)
-            if replay.frames_seen != document["frames_read"]:
+            Engine(run, explain=explain).run(session, on_scored=recorded)
+            session.finish()
+            if recorded.frames_seen != document["frames_read"]:
                 raise ValueError(f"the source has changed since the run: it now has "
-                                 f"{replay.frames_seen} frames in the range scanned, the run "
-                                 f"read {document['frames_read']}")
+                                 f"{recorded.frames_seen} frames in the range scanned, the "
+                                 f"run read {document['frames_read']}")
             # Inside: a full disk fails a file only as it is finished, and the files of the
             # other sinks are then dropped too, so a failed export leaves nothing partial.
-            for sink in sinks:
-                sink.close()
+            session.close()
         except BaseException:
-            for sink in sinks:
-                sink.discard()
+            if session is not None:
+                session.close(failed=True)
+            else:
+                for sink in sinks:
+                    sink.discard()
             raise
     if clips and clip_folder == folder:
         write_clip_index(folder, {event.number: clip_template.format(video=source.name,
                                                                      n=event.number)
-                                  for event in events})
+                                  for event in session.events})
     return [path for sink in sinks for path in sink.written]
+
+
+class _Recorded:
+    """The run's verdicts, from its ``scores.csv`` (and the fingerprint of its first frames),
+    against which each frame scored again is checked as it comes: the same detector on the
+    same frames scores them the same, so a difference means the source has changed."""
+
+    def __init__(self, scores: dict, fingerprint: list | None, frame_shape: tuple[int, ...],
+                 progress: Callable[[int], None] | None):
+        self.frames, self.scores = scores["frame"].tolist(), scores["score"].tolist()
+        self.fingerprint, self.frame_shape, self.progress = fingerprint, frame_shape, progress
+        self.first_vectors: list = []
+        self.frames_seen = 0
+
+    def __call__(self, decoded, verdict) -> None:
+        seen, self.frames_seen = self.frames_seen, self.frames_seen + 1
+        recorded = self.fingerprint
+        if recorded is not None and len(self.first_vectors) < len(recorded):
+            self.first_vectors.append(decoded.vector)
+            if len(self.first_vectors) == len(recorded) and not _same_fingerprint(
+                    fingerprint(self.first_vectors, self.frame_shape), recorded):
+                raise ValueError("the source has changed since the run: its first "
+                                 "frames are not those the run scanned")
+        # As scores.csv writes them (six significant digits); frames past the run's last are
+        # counted, and said at the end.
+        if seen < len(self.frames) and (verdict.index != self.frames[seen]
+                                        or float(f"{verdict.score:.6g}") != self.scores[seen]):
+            raise ValueError(f"the source has changed since the run: frame {verdict.index} "
+                             f"scores {verdict.score:.6g} now, the run's frame "
+                             f"{self.frames[seen]} scored {self.scores[seen]:.6g}")
+        if self.progress is not None:
+            self.progress(1)
 
 
 def _same_fingerprint(ours: list, recorded: list) -> bool:
     return all((a is None) == (b is None) and (a is None or np.allclose(a, b, atol=2e-3))
                for a, b in zip(ours, recorded))
 
-
-class _Replay:
-    """The engine's consumer in an export: checks that the source's first frames are those
-    the run scanned, and tells the sinks the run's events, at their padded starts and ends,
-    with each frame's event from ``scores.csv`` (``flagged_event``: frame -> event number)."""
-
-    def __init__(self, sinks: list, events: list[Event], flagged_event: dict[int, int],
-                 recorded_fingerprint: list | None, frame_shape: tuple[int, ...],
-                 progress: Callable[[int], None] | None):
-        self.sinks, self.upcoming, self.flagged_event = sinks, list(events), flagged_event
-        self.recorded, self.frame_shape, self.progress = (recorded_fingerprint, frame_shape,
-                                                          progress)
-        self.first_vectors: list = []
-        self.frames_seen = 0
-
-    def add(self, frame, vector, verdict) -> None:
-        self.frames_seen += 1
-        recorded = self.recorded
-        if recorded is not None and len(self.first_vectors) < len(recorded):
-            self.first_vectors.append(vector)
-            if len(self.first_vectors) == len(recorded) and not _same_fingerprint(
-                    fingerprint(self.first_vectors, self.frame_shape), recorded):
-                raise ValueError("the source has changed since the run: its first "
-                                 "frames are not those the run scanned")
-        upcoming = self.upcoming
-        while upcoming and upcoming[0].end_frame < frame.index:
-            upcoming.pop(0)
-        starting = upcoming[0] if upcoming and upcoming[0].start_frame == frame.index else None
-        number = self.flagged_event.get(frame.index) or None
-        for sink in self.sinks:
-            if starting is not None:
-                sink.on_event_start(starting)
-            sink.on_frame(frame, verdict, number)
-            if upcoming and upcoming[0].end_frame == frame.index:
-                sink.on_event_end(upcoming[0], {})
-        if self.progress is not None:
-            self.progress(1)
-
-    def status(self, kind: str, detail: dict) -> None:
-        """A file exported has no news."""

@@ -40,9 +40,8 @@ def folder_sinks(source: FrameSource, settings: Settings, regions: Regions, fold
     ``clip_folder``, default ``folder``; made as ``clip_mode`` says, or, None, encoded from
     the frames held: a stream cannot be read again). ``regions``: the settings' regions, checked against
     the source. ``recorded``: the scores (``output.read_scores``) and events of the run an
-    export draws: its chart shows that whole run, and its clips start where the run's events
-    do (their time before the event is in them); otherwise the chart fills in as the frames
-    come, and the clips keep the settings' time before each event.
+    export draws, whose chart shows that whole run; otherwise the chart fills in as the frames
+    come.
     """
     sinks: list[Sink] = []
     if thumbnails:
@@ -71,13 +70,12 @@ def folder_sinks(source: FrameSource, settings: Settings, regions: Regions, fold
                       Overlay.of(settings)),
             source.fps, fill_chart=recorded is None))
     if clips:
-        pre_roll = 0 if recorded is not None else settings.frames("time_before_event",
-                                                                  source.fps)
         options = ({"boxes": settings.bounding_box, "box_level": settings.threshold_low}
                    if clip_mode is None else clip_options(source.uri, settings, clip_mode))
         sinks.append(ClipSink(clip_folder if clip_folder is not None else folder,
                               lambda n: clip_template.format(video=source.name, n=n),
-                              source.fps, pre_roll, **options))
+                              source.fps, settings.frames("time_before_event", source.fps),
+                              **options))
     return sinks
 
 
