@@ -62,3 +62,16 @@ def devset_clip(name: str) -> tuple[Path, dict]:
         pytest.skip("the shared development set is not here (../shared/datasets/devset)")
     clip = json.loads(index.read_text())[name]
     return DEVSET / clip["folder"] / clip["source"], clip
+
+
+class Kept:
+    """The engine's consumer that keeps every (frame, score)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def add(self, frame, _vector, score) -> None:
+        self.frames.append((frame, score))
+
+    def status(self, _kind, _detail) -> None:
+        pass

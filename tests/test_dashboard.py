@@ -18,7 +18,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from conftest import sample
+from conftest import Kept, sample
 from videvent.dashboard import Dashboard
 from videvent.output.video import VideoWriter
 from videvent.engine import Engine
@@ -55,19 +55,6 @@ def scored():
         kept = Kept()
         Engine(run, explain=settings.threshold_low).run(kept)
     return settings, kept.frames
-
-
-class Kept:
-    """The engine's consumer that keeps every (frame, score)."""
-
-    def __init__(self):
-        self.frames = []
-
-    def add(self, frame, _vector, score) -> None:
-        self.frames.append((frame, score))
-
-    def status(self, _kind, _detail) -> None:
-        pass
 
 
 class Feeder(threading.Thread):

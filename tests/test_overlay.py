@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import Kept, run_cli
 from videvent.dashboard import Dashboard
 from videvent.output.annotate import Overlay
 from videvent.output.clips import bgr_picture
@@ -201,19 +201,6 @@ def test_a_thumbnail_is_the_sources_size_up_to_720_pixels_high(tmp_path):
         write_thumbnail(path, np.full((height, width), 128, np.uint8), score, 4.5,
                         overlay=Overlay())
         assert cv2.imread(str(path)).shape[:2] == expected
-
-
-class Kept:
-    """The engine's consumer that keeps every (frame, score)."""
-
-    def __init__(self):
-        self.frames = []
-
-    def add(self, frame, _vector, score) -> None:
-        self.frames.append((frame, score))
-
-    def status(self, _kind, _detail) -> None:
-        pass
 
 
 def test_the_dashboards_picture_draws_the_overlay_the_settings_ask_for(crossing):
