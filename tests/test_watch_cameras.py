@@ -166,3 +166,39 @@ def test_a_token_given_out_of_sight_is_asked_for_and_never_printed(tmp_path, ser
         watch.process.send_signal(signal.SIGINT)
     assert watch.finish() == 0
     assert token not in "\n".join(watch.stderr_lines) + json.dumps(watch.alerts)
+
+
+def test_cameras_named_on_the_command_line_name_their_files_report_and_alerts(tmp_path):
+    """``--name`` for each SOURCE in order (issue 29): its folder, clips, thumbnails, report,
+    events.json and alerts say the name, not the source's; a name given twice, more names than
+    sources or a name that cannot name a file are one line and exit 2, before anything is
+    written."""
+    walker = str(sample("walker")[0])
+    out = tmp_path / "live"
+    done = subprocess.run([sys.executable, "-m", "videvent", "watch", walker, walker, "--name",
+                           "door", "--name", "yard", "-d", out, "-q", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in out.iterdir() if path.is_dir()) == ["door", "yard"]
+    for name in ("door", "yard"):
+        folder = out / name
+        document = json.loads((folder / "events.json").read_text())
+        assert document["source"]["name"] == name and document["events"]
+        assert [clip.name for clip in folder.glob("*.mp4")] == [f"{name}.event001.mp4"]
+        assert f"videvent report: {name}" in (folder / "report.html").read_text()
+    alerts = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {alert["camera"] for alert in alerts} == {"door", "yard"}
+
+    config = tmp_path / "cameras.toml"
+    config.write_text(f'quiet = true\n[cameras.door]\nsource = "{walker}"\n')
+    for options, message in [(["-c", config, walker, "--name", "door"], "named 'door'"),
+                             ([walker, walker, "--name", "door", "--name", "door"],
+                              "named 'door'"),
+                             ([walker, "--name", "a", "--name", "b"], "one name per source"),
+                             ([walker, "--name", "front door"], "letters, digits")]:
+        refused = subprocess.run([sys.executable, "-m", "videvent", "watch", *map(str, options),
+                                  "-d", tmp_path / "refused"], capture_output=True, text=True,
+                                 timeout=120, cwd=ROOT)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert not (tmp_path / "refused").exists()

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .live import LiveMonitor, SessionSummary
-from .settings import SettingError, Settings
+from .settings import CAMERA_NAME, SettingError, Settings
 from .sources import SourceError
 from .sources.live import Backoff
 
@@ -45,10 +45,24 @@ def source_camera_name(source: str | int) -> str:
 
 
 def name_cameras(sources: tuple[str, ...], settings: Settings,
-                 configured: dict[str, tuple[str | int, dict]]) -> list[Camera]:
+                 configured: dict[str, tuple[str | int, dict]],
+                 names: tuple[str, ...] = ()) -> list[Camera]:
     """The cameras of a watch: the config file's (their own settings over the global ones),
-    then the command line's; names made unique with -2, -3..."""
-    cameras, taken = [], set()
+    then the command line's, the first of them named by ``names`` (``--name``, in order), the
+    rest after their source, made unique with -2, -3... ValueError (one line) for more names
+    than sources, a name that cannot name a folder, or two cameras given the same name."""
+    if len(names) > len(sources):
+        raise ValueError(f"{len(names)} --name for {len(sources)} source(s) on the command "
+                         "line: one name per source, in order")
+    for name in names:
+        if not CAMERA_NAME.fullmatch(name):
+            raise ValueError(f"camera name {name!r}: letters, digits, '-' and '_' only (it "
+                             "names the camera's files, topics and page)")
+    given = [*configured, *names]
+    clash = next((name for name in given if given.count(name) > 1), None)
+    if clash is not None:
+        raise ValueError(f"two cameras are named '{clash}': give each its own name")
+    cameras, taken = [], set(given)
 
     def unique(name: str) -> str:
         candidate, number = name, 1
@@ -63,9 +77,10 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
             own = settings.replace(**values)
         except ValueError as error:
             raise ValueError(f"camera '{name}': {error}") from None
-        cameras.append(Camera(unique(name), source, own))
-    for source in sources:
-        cameras.append(Camera(unique(source_camera_name(source)), source, settings))
+        cameras.append(Camera(name, source, own))
+    for index, source in enumerate(sources):
+        name = names[index] if index < len(names) else unique(source_camera_name(source))
+        cameras.append(Camera(name, source, settings))
     return cameras
 
 
@@ -96,6 +111,7 @@ class CameraWatch(threading.Thread):
             try:
                 monitor = LiveMonitor(self.camera.source, self.camera.settings, self.out_dir,
                                       sinks=self.sinks, camera=self.camera.name,
+                                      name=self.camera.name,
                                       **self.options)
             except SettingError as error:
                 self.error = str(error)

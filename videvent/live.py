@@ -101,7 +101,9 @@ class LiveMonitor:
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, show: bool = False,
                  status=None, sinks: list[Sink] = (), colour_pictures: bool = False,
-                 camera: str | None = None):
+                 camera: str | None = None, name: str | None = None):
+        """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
+        camera's name, which names its folder, files and report (default: the source's)."""
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
         self.colour_pictures = colour_pictures
@@ -114,6 +116,8 @@ class LiveMonitor:
         self._source = LiveSource(self._open(), self._open, realtime=realtime,
                                   max_reconnects=max_reconnects, max_frames=max_frames,
                                   stop=self._stop)
+        if name is not None:
+            self._source.name = name
         self.summary = SessionSummary(source=self._source)
         try:
             # Settings that cannot work at this source's frame rate: refused (SettingError)

@@ -398,16 +398,17 @@ def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True
 CAMERA_NAME = re.compile(r"[A-Za-z0-9_-]+")   # it names the camera's result folder
 
 
-def load_cameras(path: str | Path) -> dict[str, tuple[str | int, dict]]:
+def load_cameras(path: str | Path,
+                 options: frozenset[str] = frozenset()) -> dict[str, tuple[str | int, dict]]:
     """The cameras of a config file's ``[cameras.NAME]`` tables (as Frigate lists them), in
     the file's order: NAME -> (its ``source``, its own settings). No table: no cameras.
 
     Raises ValueError (one line) for a camera without a source, a name that cannot name a
     folder, a key of the whole watch (``WATCH_SPECS``) in a camera's table, and the errors of
-    ``load_config``.
+    ``load_config`` (``options``: as there).
     """
     document = _read_toml(path)
-    _document_settings(document, path)  # the file's global settings' errors first
+    _document_settings(document, path, options)  # the file's global settings' errors first
     cameras = document.get("cameras", {})
     if not isinstance(cameras, dict):
         raise ValueError(f"config file '{path}': 'cameras' must be a table of [cameras.NAME] "

@@ -27,7 +27,7 @@ from ..settings import METHODS, NEVER, SettingError, Settings
 from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
-from .options import (CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
+from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
                       watch_setting_options)
 
 
@@ -254,10 +254,15 @@ def _serve_address(value: str) -> tuple[str, int]:
               help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
+@click.option("--name", "names", multiple=True, metavar="NAME",
+              help="The camera's name, for each SOURCE in order (repeat it): its folder, "
+                   "files, report, MQTT topics, dashboard and alerts use it (default: from "
+                   "the source).")
 @watch_setting_options
 @run_options
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
           show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
+          names: tuple[str, ...],
           on_event: str | None, webhook: str | None, serve: str | None,
           serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
           serve_key: str | None, mqtt: str | None, mqtt_ca: str | None, mqtt_prefix: str,
@@ -291,9 +296,12 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
     mqtt_discovery = (None if mqtt_discovery.strip().lower() in NEVER
                       else _parsed("--mqtt-discovery", check_prefix, mqtt_discovery))
-    config = click.get_current_context().meta.get(CONFIG_PATH)
+    meta = click.get_current_context().meta
+    config = meta.get(CONFIG_PATH)
     try:
-        cameras = name_cameras(sources, settings, load_cameras(config) if config else {})
+        cameras = name_cameras(sources, settings,
+                               load_cameras(config, meta[CONFIG_OPTIONS]) if config else {},
+                               names)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     if not cameras:
@@ -471,7 +479,7 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
     url = None if dashboard is None else _serve(dashboard)
     try:
         monitor = LiveMonitor(camera.source, camera.settings, out_dir, show=show,
-                              status=status, sinks=sinks, **monitor_options)
+                              status=status, sinks=sinks, name=camera.name, **monitor_options)
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     except ValueError as error:

@@ -29,6 +29,7 @@ def bad_input(error: ValueError) -> BadInput:
 
 
 CONFIG_PATH = "videvent.config_path"
+CONFIG_OPTIONS = "videvent.config_options"    # the commands' own options a config file may hold
 
 
 def default_config_path() -> Path | None:
@@ -72,6 +73,7 @@ def _load_config(ctx: click.Context, _param, path):
               if name in ALL_SPECS or name in own}
     ctx.default_map = {**(ctx.default_map or {}), **values}
     ctx.meta[CONFIG_PATH] = path   # watch reads its [cameras.NAME] tables
+    ctx.meta[CONFIG_OPTIONS] = frozenset(everyone)
     return path
 
 
