@@ -294,3 +294,48 @@ def test_show_without_a_display_is_one_line_before_anything_starts(tmp_path):
     [line] = result.stderr.strip().splitlines()
     assert "--show needs a display" in line
     assert not (tmp_path / "live").exists()
+
+
+def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
+    """Frigate waits for a camera that is down at boot (issue 29): one stream that refuses its
+    first connections is said once to be tried again, is tried again with backoff, and is
+    watched once it answers; a file that cannot be opened is still an error at once."""
+    stream = server()
+    refused = []
+
+    class Gate(http.server.BaseHTTPRequestHandler):
+        """Refuses the first connections (the camera still booting), then sends to it."""
+
+        def do_GET(self):  # noqa: N802 - the http.server API
+            if len(refused) < 3:
+                refused.append(self.path)
+                self.send_response(503)
+                self.end_headers()
+                return
+            self.send_response(302)
+            self.send_header("Location", stream.url)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    gate = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gate)
+    threading.Thread(target=gate.serve_forever, daemon=True).start()
+    try:
+        watch = Watch(f"http://127.0.0.1:{gate.server_port}/camera", tmp_path / "live",
+                      "--max-reconnects", "10", "-dt", "6s")
+        watch.wait_for("session_start", 60)
+        assert watch.finish(timeout=90) == 0
+        stderr = watch.process.stderr.read()
+        assert stderr.count("trying again") == 1, stderr
+        assert len(refused) == 3
+        document = json.loads((tmp_path / "live" / "events.json").read_text())
+        assert document["frames_scored"] > 0
+    finally:
+        gate.shutdown()
+        gate.server_close()
+    missing = subprocess.run([sys.executable, "-m", "videvent", "watch", tmp_path / "none.mp4",
+                              "-d", tmp_path / "none"], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT)
+    assert missing.returncode == 1 and "trying again" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 
 import click
@@ -24,7 +25,7 @@ from ..output.report import write_plot, write_report
 from ..passes import frame_range
 from ..pipeline import default_out_dir, detect
 from ..settings import METHODS, NEVER, SettingError, Settings
-from ..sources.base import public_uri
+from ..sources.base import SourceError, public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
@@ -465,8 +466,6 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                watched) -> None:
     """One camera, on this thread, in the folder it always had (added to ``watched`` once
     its monitor is made)."""
-    from ..live import LiveMonitor
-
     interactive = not quiet and sys.stderr.isatty()
 
     def status(summary) -> None:
@@ -477,13 +476,10 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
 
     sinks = sinks_of(camera)
     url = None if dashboard is None else _serve(dashboard)
-    try:
-        monitor = LiveMonitor(camera.source, camera.settings, out_dir, show=show,
-                              status=status, sinks=sinks, name=camera.name, **monitor_options)
-    except SettingError as error:
-        raise click.UsageError(str(error)) from None
-    except ValueError as error:
-        raise bad_input(error) from None
+    monitor = _open_camera(camera, out_dir, monitor_options, quiet, status=status, show=show,
+                           sinks=sinks)
+    if monitor is None:
+        return
     watched.append((camera.name, monitor.out_dir))
     if url is not None:
         click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
@@ -499,12 +495,55 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                        f"{monitor_options['max_reconnects']} reconnection attempts")
 
 
+def _open_camera(camera, out_dir, monitor_options, quiet, **options):
+    """The monitor of a single camera, once its source opens. A stream or a device that
+    cannot be opened is tried again with backoff, as a lost one is, up to --max-reconnects
+    (said once; its sinks hear "lost" at each attempt), as Frigate waits for a camera down at
+    boot; a file that cannot be opened is an error at once. None: stopped while waiting."""
+    from ..live import LiveMonitor
+    from ..sources.live import Backoff
+
+    backoff, failures, limit = Backoff(), 0, monitor_options["max_reconnects"]
+    stopping = threading.Event()
+    waits_for_it = str(camera.source).strip().isdigit() or "://" in str(camera.source)
+    while True:
+        try:
+            return LiveMonitor(camera.source, camera.settings, out_dir, name=camera.name,
+                               **options, **monitor_options)
+        except SettingError as error:
+            raise click.UsageError(str(error)) from None
+        except SourceError as error:
+            if not waits_for_it or failures >= limit:
+                if failures == 0:
+                    raise bad_input(error) from None
+                raise BadInput(f"camera {camera.name} could not be opened after "
+                               f"{failures + 1} attempts: {error}") from None
+            if failures == 0 and not quiet:
+                click.echo(f"videvent: camera {camera.name}: {error}; trying again (at most "
+                           f"{limit} times)", err=True)
+            for sink in options["sinks"]:
+                sink.on_status("lost", {"error": str(error), "attempts": failures + 1})
+            failures += 1
+        except ValueError as error:
+            raise bad_input(error) from None
+        # Ctrl-C or SIGTERM while waiting for the camera ends the watch cleanly.
+        handlers = {number: signal.signal(number, lambda *_: stopping.set())
+                    for number in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            backoff.wait(stopping)
+        finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
+        if stopping.is_set():
+            if not quiet:
+                click.echo(f"camera {camera.name}: stopped before it could be opened", err=True)
+            return None
+
+
 def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet, watched):
     """Each camera on a thread of its own; this one waits for them and handles the signals.
     Returns the cameras' failure (a BadInput, or None) and whether one is still blocked in
     opening its source; the cameras that were opened are added to ``watched``."""
-    import threading
-
     from ..cameras import wait_for, watch_cameras
 
     stopping = threading.Event()
