@@ -339,3 +339,27 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
                              timeout=60, cwd=ROOT)
     assert missing.returncode == 1 and "trying again" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+def test_ctrl_c_while_a_single_camera_is_waited_for_ends_the_watch_cleanly(tmp_path):
+    """A camera that is down, waited for: Ctrl-C ends the watch at once (issue 29)."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))                  # bound, never listening: refused at once
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "videvent", "watch",
+             f"http://127.0.0.1:{closed.getsockname()[1]}/camera", "--max-reconnects", "100",
+             "-d", str(tmp_path / "live")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        first = process.stderr.readline()
+        assert "trying again" in first, first
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=60)
+        # Between two attempts (most of the time) the watch ends as stopped, exit 0; during
+        # an attempt's open the signal ends it as it ends a run (130): either way at once,
+        # in a line, and with nothing written.
+        assert (process.returncode, "stopped before it could be opened" in rest) in (
+            (0, True), (130, False)), first + rest
+        assert "Traceback" not in rest and not (tmp_path / "live").exists()
+    finally:
+        closed.close()
