@@ -501,11 +501,11 @@ def _open_camera(camera, out_dir, monitor_options, quiet, **options):
     (said once; its sinks hear "lost" at each attempt), as Frigate waits for a camera down at
     boot; a file that cannot be opened is an error at once. None: stopped while waiting."""
     from ..live import LiveMonitor
+    from ..sources import is_live_spec
     from ..sources.live import Backoff
 
     backoff, failures, limit = Backoff(), 0, monitor_options["max_reconnects"]
     stopping = threading.Event()
-    waits_for_it = str(camera.source).strip().isdigit() or "://" in str(camera.source)
     while True:
         try:
             return LiveMonitor(camera.source, camera.settings, out_dir, name=camera.name,
@@ -513,7 +513,7 @@ def _open_camera(camera, out_dir, monitor_options, quiet, **options):
         except SettingError as error:
             raise click.UsageError(str(error)) from None
         except SourceError as error:
-            if not waits_for_it or failures >= limit:
+            if not is_live_spec(camera.source) or failures >= limit:
                 if failures == 0:
                     raise bad_input(error) from None
                 raise BadInput(f"camera {camera.name} could not be opened after "

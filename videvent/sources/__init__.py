@@ -29,7 +29,7 @@ from .images import (IMAGE_EXTENSIONS, ImageSequenceSource, expand_glob, expand_
 from .opencv import OpenCVSource
 from .pyav import PyAVSource
 
-__all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "open_source"]
+__all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "is_live_spec", "open_source"]
 
 URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
 _GLOB_CHARS = re.compile(r"[*?[]")
@@ -70,6 +70,13 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
     return outcome["source"]
 
 
+def is_live_spec(spec: str | int | os.PathLike) -> bool:
+    """Whether ``spec`` names a camera (its number) or a stream (a URL), not a file."""
+    if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
+        return True
+    return urlsplit(os.fspath(spec)).scheme.lower() in URL_SCHEMES
+
+
 def _open(spec: str | int | os.PathLike, *, colour: bool, backend: str, fps: float | None,
           keep_colour: bool) -> FrameSource:
     if backend not in BACKENDS:
@@ -84,7 +91,7 @@ def _open(spec: str | int | os.PathLike, *, colour: bool, backend: str, fps: flo
         return OpenCVSource(camera, name=f"camera {camera}", is_live=True, **options)
 
     text = os.fspath(spec)
-    if urlsplit(text).scheme.lower() in URL_SCHEMES:
+    if is_live_spec(text):
         _require(backend, "opencv", f"stream {public_uri(text)!r}")
         return OpenCVSource(text, name=_url_name(text), is_live=True, **options)
 
