@@ -21,7 +21,6 @@ import urllib.request
 from pathlib import Path
 
 import cv2
-import jinja2
 import numpy as np
 import paho.mqtt.client as paho
 import pytest
@@ -685,13 +684,14 @@ def test_home_assistant_discovers_the_camera_and_follows_its_motion_and_score(br
         assert {config["device"]["identifiers"][0] for config in configs.values()} == {
             "videvent_front_door"} and motion["device"]["name"] == "front door"
         # Available while videvent is online and the camera is neither lost, stalled nor done.
-        available, camera_status = motion["availability"]
+        available, camera_available = motion["availability"]
         assert available["topic"] == "videvent/available" and motion["availability_mode"] == "all"
-        assert camera_status["topic"] == "videvent/front_door/status"
-        rendered = jinja2.Environment().from_string(camera_status["value_template"])
-        assert [rendered.render(value=status) for status in
-                ("connected", "back", "lost", "stalled", "finished")] == [
-            "online", "online", "offline", "offline", "offline"]
+        assert camera_available["topic"] == "videvent/front_door/available"
+        expected = [b"online", b"offline", b"online", b"offline", b"offline"]
+        for count, status in enumerate(("connected", "lost", "back", "stalled", "finished"), 1):
+            sink.on_status(status, {})     # each awaited: a newer value replaces one waiting
+            assert subscriber.payloads("videvent/front_door/available", count) == \
+                expected[:count]
 
         sink.on_status("connected", {})
         for index, frame_score, level in [(0, 2.0, 60), (7, 3.0, 60), (15, 8.456, 120),

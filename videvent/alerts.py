@@ -2,7 +2,9 @@
 
 Every alert goes to ``alerts.jsonl`` in the result folder; optionally as a JSON line on stdout
 (``--json``), to a command (``--on-event``, fields as ``VIDEVENT_*`` environment variables)
-and to a webhook (``--webhook``, a JSON POST). Commands and webhooks run on a worker thread
+and to a webhook (``--webhook``, a JSON POST). A camera's ``camera_down`` and ``camera_up``
+come before its folder exists too (a camera down at start): the receivers are made before
+the camera opens, and its ``alerts.jsonl`` gets the lines said until then once it is made. Commands and webhooks run on a worker thread
 with a bounded queue: a slow or dead receiver costs dropped alerts, counted, never a stalled
 capture, and a failed POST is not retried (no retry storm against a struggling receiver).
 """
@@ -29,6 +31,7 @@ from .timecode import format_timecode
 WEBHOOK_TIMEOUT_S = 2.0
 PENDING_DELIVERIES = 64
 COMMAND_TIMEOUT_S = 30.0
+PENDING_LOG_LINES = 100       # alerts kept for alerts.jsonl while the camera has no folder
 _STDOUT = threading.Lock()
 
 
@@ -58,9 +61,12 @@ _OPENER = urllib.request.build_opener(_SameHostRedirects)
 class AlertSinks:
     """Fan an alert (a flat dict with a ``type``) out to the configured receivers."""
 
-    def __init__(self, log_path: Path, *, json_lines: bool = False, command: str | None = None,
-                 webhook: str | None = None):
-        self._log = open(log_path, "a", encoding="utf-8")
+    def __init__(self, log_path: Path | None, *, json_lines: bool = False,
+                 command: str | None = None, webhook: str | None = None):
+        """``log_path``: the ``alerts.jsonl`` to append to; None until ``log_to`` names it
+        (the lines sent meanwhile, at most ``PENDING_LOG_LINES``, are kept for it)."""
+        self._log = None if log_path is None else open(log_path, "a", encoding="utf-8")
+        self._unlogged: list[str] = []
         self.json_lines = json_lines
         self.command = command
         self.webhook = None if webhook is None else check_webhook(webhook)
@@ -74,10 +80,20 @@ class AlertSinks:
                                             daemon=True)
             self._worker.start()
 
+    def log_to(self, log_path: Path) -> None:
+        """Append to ``log_path`` from now on, the lines sent before first."""
+        self._log = open(log_path, "a", encoding="utf-8")
+        self._log.writelines(line + "\n" for line in self._unlogged)
+        self._log.flush()
+        self._unlogged = []
+
     def send(self, alert: dict) -> None:
         line = json.dumps(alert, separators=(",", ":"))
-        self._log.write(line + "\n")
-        self._log.flush()
+        if self._log is None:
+            self._unlogged = [*self._unlogged[-(PENDING_LOG_LINES - 1):], line]
+        else:
+            self._log.write(line + "\n")
+            self._log.flush()
         if self.json_lines:
             with _STDOUT:   # whole lines, when several cameras' sessions print
                 sys.stdout.write(line + "\n")
@@ -145,7 +161,8 @@ class AlertSinks:
             for group in self._groups:
                 _end_group(group)
             self._worker.join(timeout=wait_s)
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
 
 
 def _group_alive(group: int) -> bool:
@@ -177,13 +194,21 @@ UPDATE_EVERY_S = 1.0          # "update" alerts while an event goes on
 class AlertSink(Sink):
     """A watch session's alerts, from what its session tells: ``session_start``, an event's
     ``start``, ``update`` (at most one a second) and ``end``, ``source_lost``/``source_back``
-    and ``session_end``. ``clip_of(n)``: the path of event n's clip, if one is written;
-    ``camera``: the camera's name, given in every alert (a watch of several cameras)."""
+    and ``session_end``; and, from what the camera's opening and its session tell, a
+    ``camera_down`` when the camera goes (lost, or not opened at the start: ``error``,
+    ``attempts``) and a ``camera_up`` when it is back (``down_s``: how long it was away), each
+    once a change and naming the camera. ``clip_of(n)``: the path of event n's clip, if one
+    is written; ``camera``: the camera's name, given in every alert (a watch of several
+    cameras); ``name``: the camera's name in ``camera_down``/``camera_up`` (default:
+    ``camera``)."""
 
-    def __init__(self, receivers: AlertSinks, clip_of=None, camera: str | None = None):
+    def __init__(self, receivers: AlertSinks, clip_of=None, camera: str | None = None,
+                 name: str | None = None):
         self.receivers, self.clip_of = receivers, clip_of
         self._named = {} if camera is None else {"camera": camera}
+        self.name = name if name is not None else camera
         self._open: dict | None = None
+        self._down_since: float | None = None      # monotonic time it went down, while down
 
     def send(self, kind: str, **fields) -> None:
         self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **self._named,
@@ -223,10 +248,21 @@ class AlertSink(Sink):
                      for name in ("thumbnail", "clip")})
 
     def on_status(self, status: str, detail: dict) -> None:
-        if status in ("lost", "back"):
+        # A loss in the session says where in it ("frame"); one at the start, while the camera
+        # is tried again, is only the camera's news.
+        if status == "back" or (status == "lost" and "frame" in detail):
             self.send(f"source_{status}", **detail)
         elif status == "finished":
             self.send("session_end", **detail)
+        if status == "lost" and self._down_since is None:
+            self._down_since = time.monotonic()
+            self.send("camera_down", camera=self.name,
+                      **{key: detail[key] for key in ("error", "attempts", "frame", "time_s")
+                         if key in detail})
+        elif status in ("connected", "back") and self._down_since is not None:
+            down_s = time.monotonic() - self._down_since
+            self._down_since = None
+            self.send("camera_up", camera=self.name, down_s=round(down_s, 3))
 
     def close(self) -> None:
         self.receivers.close()

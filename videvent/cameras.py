@@ -3,7 +3,8 @@
 Every camera has its own capture thread, detector, session and result folder (a
 ``LiveMonitor``), so a slow or dead camera never holds up the others: one that cannot be
 opened at the start is tried again with the backoff a lost source gets, while the others
-already run; one lost later reconnects on its own. The cameras come from the command line
+already run (``open_monitor``, which a single camera's watch uses too); one lost later
+reconnects on its own. The cameras come from the command line
 (``watch SRC1 SRC2``) or from a config file's ``[cameras.NAME]`` tables
 (``videvent.settings.load_cameras``), each with its own settings.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .alerts import AlertSink, AlertSinks
 from .live import LiveMonitor, SessionSummary
 from .settings import CAMERA_NAME, SettingError, Settings
 from .sources import SourceError
@@ -84,9 +86,61 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
     return cameras
 
 
+class CameraNotOpened(ValueError):
+    """A camera that could not be opened: a file at once, a stream or a device after its
+    ``--max-reconnects`` attempts (one line; ``attempts``: how many were made)."""
+
+    def __init__(self, message: str, attempts: int):
+        super().__init__(message)
+        self.attempts = attempts
+
+
+def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: threading.Event,
+                 report, pause=None) -> LiveMonitor | None:
+    """``camera``'s monitor, once its source opens; None if ``stopping`` is set first.
+
+    A stream or a device that cannot be opened is tried again with backoff, as a lost one is,
+    up to ``options["max_reconnects"]`` times (None: for ever), as Frigate waits for a camera
+    down at boot: ``report(line)`` says so once, the ``sinks`` hear "lost" at each attempt,
+    and the camera's alerts (``options["alerts"]``: ``AlertSinks``' keywords) say
+    ``camera_down`` at once and ``camera_up`` when it opens. A file that cannot be opened is
+    an error at once. ``pause(backoff, stopping)``: the wait between attempts (default:
+    ``backoff.wait(stopping)``). Raises SettingError, CameraNotOpened (the source's own error
+    when it failed once), ValueError (one line)."""
+    from .sources import is_live_spec
+
+    options = dict(options)
+    alerts = AlertSink(AlertSinks(None, **(options.pop("alerts", None) or {})),
+                       camera=options.pop("camera", None), name=camera.name)
+    backoff, failures, limit = Backoff(), 0, options.get("max_reconnects")
+    try:
+        while not stopping.is_set():
+            try:
+                return LiveMonitor(camera.source, camera.settings, out_dir, sinks=sinks,
+                                   name=camera.name, alert_sink=alerts, **options)
+            except SourceError as error:
+                if not is_live_spec(camera.source) or (limit is not None and failures >= limit):
+                    if failures == 0:
+                        raise CameraNotOpened(str(error), 1) from None
+                    raise CameraNotOpened(f"could not be opened after {failures + 1} attempts: "
+                                          f"{error}", failures + 1) from None
+                if failures == 0:
+                    report(f"camera {camera.name}: {error}; trying again"
+                           + ("" if limit is None else f" (at most {limit} times)"))
+                for sink in [alerts, *sinks]:
+                    sink.on_status("lost", {"error": str(error), "attempts": failures + 1})
+                failures += 1
+            (pause or (lambda wait, stop: wait.wait(stop)))(backoff, stopping)
+    except BaseException:
+        alerts.close()
+        raise
+    alerts.close()
+    return None
+
+
 class CameraWatch(threading.Thread):
-    """One camera of several: opens it (again, with backoff, while it cannot be opened, up to
-    ``max_reconnects`` times) and runs its monitor until it ends or ``stop()``."""
+    """One camera of several: opens it (``open_monitor``) and runs its monitor until it ends
+    or ``stop()``."""
 
     def __init__(self, camera: Camera, out_dir: Path, monitor_options: dict, sinks: list,
                  report):
@@ -105,40 +159,22 @@ class CameraWatch(threading.Thread):
             self.error = f"failed: {type(error).__name__}: {error}"
 
     def _watch(self) -> None:
-        backoff, failures = Backoff(), 0
-        limit = self.options.get("max_reconnects")
-        while not self._stopping.is_set():
-            try:
-                monitor = LiveMonitor(self.camera.source, self.camera.settings, self.out_dir,
-                                      sinks=self.sinks, camera=self.camera.name,
-                                      name=self.camera.name,
-                                      **self.options)
-            except SettingError as error:
-                self.error = str(error)
-                return
-            except SourceError as error:
-                if failures == 0:
-                    self.report(f"camera {self.camera.name}: {error}; trying again")
-                for sink in self.sinks:
-                    sink.on_status("lost", {"error": str(error), "attempts": failures + 1})
-                if limit is not None and failures >= limit:
-                    self.error = (f"could not be opened after {failures + 1} attempt"
-                                  f"{'' if failures == 0 else 's'}: {error}")
-                    return
-                failures += 1
-                backoff.wait(self._stopping)
-                continue
-            except ValueError as error:
-                self.error = str(error).splitlines()[0]
-                return
-            self.monitor = monitor
-            if self._stopping.is_set():   # stopped while it was opening: finish at once
-                monitor.stop()
-            self.summary = monitor.run()
-            if self.summary.gave_up:
-                self.error = (f"was lost and did not come back after {limit} reconnection "
-                              f"attempts")
+        try:
+            monitor = open_monitor(self.camera, self.out_dir,
+                                   {**self.options, "camera": self.camera.name}, self.sinks,
+                                   self._stopping, self.report)
+        except (SettingError, ValueError) as error:
+            self.error = str(error).splitlines()[0]
             return
+        if monitor is None:
+            return
+        self.monitor = monitor
+        if self._stopping.is_set():   # stopped while it was opening: finish at once
+            monitor.stop()
+        self.summary = monitor.run()
+        if self.summary.gave_up:
+            self.error = (f"was lost and did not come back after "
+                          f"{self.options.get('max_reconnects')} reconnection attempts")
 
     def stop(self) -> None:
         self._stopping.set()

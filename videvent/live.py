@@ -101,9 +101,12 @@ class LiveMonitor:
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, show: bool = False,
                  status=None, sinks: list[Sink] = (), colour_pictures: bool = False,
-                 camera: str | None = None, name: str | None = None):
+                 camera: str | None = None, name: str | None = None,
+                 alert_sink: AlertSink | None = None):
         """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
-        camera's name, which names its folder, files and report (default: the source's)."""
+        camera's name, which names its folder, files and report (default: the source's).
+        ``alert_sink``: the camera's alerts, made before it opened (``alerts`` and ``camera``
+        are then its), logged into this session's folder from now on."""
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
         self.colour_pictures = colour_pictures
@@ -143,7 +146,12 @@ class LiveMonitor:
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None
-        self._alerts = AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {}))
+        if alert_sink is None:
+            alert_sink = AlertSink(AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {})),
+                                   camera=camera, name=name)
+        else:
+            alert_sink.receivers.log_to(self.out_dir / "alerts.jsonl")
+        self._alert_sink = alert_sink
 
     def _open(self):
         return open_for(self.spec, self.settings,
@@ -220,8 +228,8 @@ class LiveMonitor:
         sinks = folder_sinks(source, settings, run.preprocess.regions, self.out_dir,
                              thumbnails=True, clips=self.clips)
         clips = next((sink for sink in sinks if isinstance(sink, ClipSink)), None)
-        sinks.append(AlertSink(self._alerts, clip_of=clips.path_of if clips else None,
-                               camera=self.camera))
+        self._alert_sink.clip_of = clips.path_of if clips else None
+        sinks.append(self._alert_sink)
         if self.show:
             sinks.append(_Preview(self.stop, Overlay.of(settings), settings.threshold_low))
         sinks += self.sinks

@@ -476,13 +476,21 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
 
     sinks = sinks_of(camera)
     url = None if dashboard is None else _serve(dashboard)
-    monitor = _open_camera(camera, out_dir, monitor_options, quiet, status=status, show=show,
-                           sinks=sinks)
+
+    def announce() -> None:
+        """The dashboard's address, once: when the camera is open, or when it is not at its
+        first attempt (a camera down at the start shows there as down while waited for)."""
+        nonlocal url
+        if url is not None:
+            click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
+            url = None
+
+    monitor = _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce,
+                           status=status, show=show)
     if monitor is None:
         return
+    announce()
     watched.append((camera.name, monitor.out_dir))
-    if url is not None:
-        click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: monitor.stop())
     summary = monitor.run()
@@ -495,49 +503,43 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                        f"{monitor_options['max_reconnects']} reconnection attempts")
 
 
-def _open_camera(camera, out_dir, monitor_options, quiet, **options):
-    """The monitor of a single camera, once its source opens. A stream or a device that
-    cannot be opened is tried again with backoff, as a lost one is, up to --max-reconnects
-    (said once; its sinks hear "lost" at each attempt), as Frigate waits for a camera down at
-    boot; a file that cannot be opened is an error at once. None: stopped while waiting."""
-    from ..live import LiveMonitor
-    from ..sources import is_live_spec
-    from ..sources.live import Backoff
+def _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce, **options):
+    """The monitor of a single camera, once its source opens (``cameras.open_monitor``: a
+    stream or a device down at the start is waited for, a file that cannot be opened is an
+    error at once; ``announce()`` is called when it is first found down). None: stopped
+    while waiting (Ctrl-C or SIGTERM between two attempts)."""
+    from ..cameras import CameraNotOpened, open_monitor
 
-    backoff, failures, limit = Backoff(), 0, monitor_options["max_reconnects"]
     stopping = threading.Event()
-    while True:
-        try:
-            return LiveMonitor(camera.source, camera.settings, out_dir, name=camera.name,
-                               **options, **monitor_options)
-        except SettingError as error:
-            raise click.UsageError(str(error)) from None
-        except SourceError as error:
-            if not is_live_spec(camera.source) or failures >= limit:
-                if failures == 0:
-                    raise bad_input(error) from None
-                raise BadInput(f"camera {camera.name} could not be opened after "
-                               f"{failures + 1} attempts: {error}") from None
-            if failures == 0 and not quiet:
-                click.echo(f"videvent: camera {camera.name}: {error}; trying again (at most "
-                           f"{limit} times)", err=True)
-            for sink in options["sinks"]:
-                sink.on_status("lost", {"error": str(error), "attempts": failures + 1})
-            failures += 1
-        except ValueError as error:
-            raise bad_input(error) from None
+
+    def pause(backoff, stop) -> None:
         # Ctrl-C or SIGTERM while waiting for the camera ends the watch cleanly.
-        handlers = {number: signal.signal(number, lambda *_: stopping.set())
+        handlers = {number: signal.signal(number, lambda *_: stop.set())
                     for number in (signal.SIGINT, signal.SIGTERM)}
         try:
-            backoff.wait(stopping)
+            backoff.wait(stop)
         finally:
             for number, handler in handlers.items():
                 signal.signal(number, handler)
-        if stopping.is_set():
-            if not quiet:
-                click.echo(f"camera {camera.name}: stopped before it could be opened", err=True)
-            return None
+
+    def report(line: str) -> None:
+        announce()
+        if not quiet:
+            click.echo(f"videvent: {line}", err=True)
+
+    try:
+        monitor = open_monitor(camera, out_dir, {**options, **monitor_options}, sinks,
+                               stopping, report, pause)
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
+    except CameraNotOpened as error:
+        raise BadInput(f"camera {camera.name} {error}" if error.attempts > 1
+                       else str(error).splitlines()[0]) from None
+    except ValueError as error:
+        raise bad_input(error) from None
+    if monitor is None and not quiet:
+        click.echo(f"camera {camera.name}: stopped before it could be opened", err=True)
+    return monitor
 
 
 def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet, watched):

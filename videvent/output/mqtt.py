@@ -21,6 +21,12 @@ since that is what Home Assistant users know:
     ``peak_score``, ``peak_frame``, ``absorbed``, ``has_snapshot``, ``thumbnail`` and ``clip``
     (paths of the files written for it, or null). Updates come when the peak grows, at most
     one a second per event.
+``<prefix>/<camera>/available``
+    The camera's availability: ``online`` while it gives pictures (``connected``, ``back``),
+    ``offline`` while it is down (lost, or not opened yet at the start and tried again),
+    stalled, or finished. Retained: the camera's ``camera_down`` / ``camera_up`` on MQTT.
+    Whatever it says, a camera is there only while ``<prefix>/available`` is ``online`` too
+    (its last will says ``offline`` if the process dies).
 ``<prefix>/<camera>/status``
     ``connected``, ``lost``, ``back``, ``stalled`` or ``finished``. Retained.
 ``<prefix>/<camera>/status/detail``
@@ -38,8 +44,9 @@ Home Assistant finds each camera by MQTT discovery (``--mqtt-discovery``, its de
 ``homeassistant``; ``off`` for none): retained ``config`` messages under
 ``<discovery>/<component>/videvent_<camera>/<key>/config`` describe one device per camera
 with a ``binary_sensor`` (motion, the ``motion`` topic), a ``sensor`` (the score) and a
-``camera`` (the snapshot). Each is available while ``<prefix>/available`` is ``online`` and
-the camera's status is neither ``lost``, ``stalled`` nor ``finished``. Event messages carry
+``camera`` (the snapshot). Each is available while ``<prefix>/available`` and the camera's
+``<prefix>/<camera>/available`` are both ``online``. A camera down at the start is announced
+too (and shown unavailable) while it is tried again. Event messages carry
 ``label`` (``motion``), ``has_clip`` and, when the dashboard serves them (``--serve``), the
 web addresses of the thumbnail and clip (``thumbnail_url``, ``clip_url``; without the token,
 which a client sends in its ``Authorization: Bearer`` header). Numbers are rounded: times to
@@ -82,7 +89,7 @@ DEFAULT_PREFIX = "videvent"
 DISCOVERY_PREFIX = "homeassistant"       # Home Assistant's own default
 SCORE_EVERY_S = 1.0                      # the score topic: at most one value a second of video
 MOTION_ON, MOTION_OFF = "ON", "OFF"      # Home Assistant's binary_sensor defaults
-# Statuses in which a camera is not there for Home Assistant (``connected``, ``back``: it is).
+# Statuses in which a camera is offline (``connected``, ``back``: it is online).
 UNAVAILABLE_STATUSES = ("lost", "stalled", "finished")
 EVENT_QUEUE_LENGTH = 10_000              # event messages waiting for the broker, at most
 KEEPALIVE_S = 30
@@ -399,6 +406,7 @@ class MqttSink(Sink):
         self._threshold = float("inf")
         self._peak: tuple[float, np.ndarray] | None = None   # the coming event's best picture
         self._snapshot_of_peak = False
+        self._announced = False
 
     @classmethod
     def connect(cls, address: str, camera: str | None = None, *,
@@ -422,8 +430,7 @@ class MqttSink(Sink):
         if self.camera is None:
             self.camera = str(getattr(info, "camera", None) or getattr(info, "name", "camera"))
         self._threshold = float(getattr(info, "threshold", self._threshold))
-        if self.discovery_prefix is not None:
-            self._announce()
+        self._announce()
         self.publisher.publish(self._topic("motion"), MOTION_OFF, retain=True)
 
     def on_frame(self, frame, score, event_number) -> None:
@@ -470,6 +477,9 @@ class MqttSink(Sink):
         self._peak = None
 
     def on_status(self, status: str, detail: dict) -> None:
+        self._announce()     # a camera down at the start is announced, unavailable
+        self.publisher.publish(self._topic("available"), OFFLINE if status in
+                               UNAVAILABLE_STATUSES else ONLINE, retain=True)
         self.publisher.publish(self._topic("status"), status, retain=True)
         message = {"status": status, "time": time.time(), **(detail or {})}
         self.publisher.publish(self._topic("status", "detail"),
@@ -513,17 +523,17 @@ class MqttSink(Sink):
         }
 
     def _announce(self) -> None:
-        """Home Assistant's discovery messages for this camera: one device, three entities."""
+        """Home Assistant's discovery messages for this camera, once: one device, three
+        entities (none without a discovery prefix)."""
+        if self._announced or self.discovery_prefix is None:
+            return
+        self._announced = True
         camera = topic_name(self.camera or "camera")
         device = {"identifiers": [f"videvent_{camera}"], "name": self.camera or camera,
                   "manufacturer": "videvent", "model": "event detector",
                   "sw_version": __version__}
-        unavailable = ", ".join(f"'{status}'" for status in UNAVAILABLE_STATUSES)
-        availability = [
-            {"topic": self.publisher.topic("available")},
-            {"topic": self._topic("status"),
-             "value_template": f"{{{{ 'offline' if value in ({unavailable}) else 'online' }}}}"},
-        ]
+        availability = [{"topic": self.publisher.topic("available")},
+                        {"topic": self._topic("available")}]
         entities = {
             ("binary_sensor", "motion"): {"name": "Motion", "device_class": "motion",
                                           "state_topic": self._topic("motion"),
