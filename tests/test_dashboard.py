@@ -218,8 +218,10 @@ def test_the_event_shows_with_its_clip_which_plays_and_survives_a_reload(served,
     item = page.locator("#events li").first
     assert item.locator(".event-title").text_content() == "door: event 1"
     assert "peak" in item.locator(".event-meta").text_content()
-    page.wait_for_function("document.querySelector('#events li img.thumbnail').naturalWidth > 0",
-                           timeout=WAIT_MS)
+    # One picture per event: the clip, its poster the thumbnail (no second picture beside it).
+    assert item.locator("img.thumbnail").is_hidden()
+    assert page.eval_on_selector(video, """v => fetch(v.poster).then(r => r.ok &&
+        r.headers.get('Content-Type'))""") == "image/jpeg"
     page.eval_on_selector(video, "v => v.play()")
     page.wait_for_function(f"document.querySelector('{video}').readyState >= 2 && "
                            f"document.querySelector('{video}').currentTime > 0.3",

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .alerts import AlertSink, AlertSinks
-from .live import LiveMonitor, SessionSummary
+from .live import LiveMonitor, SessionSummary, safe_name
 from .settings import CAMERA_NAME, SettingError, Settings
 from .sources import SourceError
 from .sources.live import Backoff
@@ -180,6 +180,28 @@ class CameraWatch(threading.Thread):
         self._stopping.set()
         if self.monitor is not None:
             self.monitor.stop()
+
+
+def result_folders(camera: Camera, out_dir: str | os.PathLike | None,
+                   several: bool) -> list[Path]:
+    """Where earlier watches of ``camera`` wrote their results, oldest first: its folder
+    when ``-d`` names one (``out_dir``/NAME with ``several`` cameras), else the dated folders
+    a watch makes by default in the current folder (a camera's own, or each of several
+    cameras' inside the watch's). A file's default folder is beside it: not looked for."""
+    if out_dir is not None:
+        return [Path(out_dir) / camera.name if several else Path(out_dir)]
+    if isinstance(camera.source, str) and os.path.isfile(camera.source):
+        return []
+    dated = r"\d{8}-\d{6}"
+    if several:
+        pattern = re.compile(f"videvent-watch-{dated}")
+        found = [folder / camera.name for folder in Path().glob("videvent-watch-*")
+                 if pattern.fullmatch(folder.name)]
+    else:
+        pattern = re.compile(f"videvent-watch-{re.escape(safe_name(camera.name))}-{dated}")
+        found = [folder for folder in Path().glob("videvent-watch-*")
+                 if pattern.fullmatch(folder.name)]
+    return sorted(folder for folder in found if folder.is_dir())
 
 
 def watch_cameras(cameras: list[Camera], out_dir: str | os.PathLike | None,

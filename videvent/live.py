@@ -70,6 +70,11 @@ class SessionSummary:
                 "latency_ms_p99": round(self.latency_ms(0.99), 2)}
 
 
+def safe_name(name: str) -> str:
+    """A camera's or source's name as it is in its default folder's name."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "stream"
+
+
 class _Preview(Sink):
     """``--show``: each frame with the overlay in a window; q stops the session."""
 
@@ -132,8 +137,8 @@ class LiveMonitor:
         if out_dir is None:
             # A folder of its own, named for what and when: beside a file (as run's results
             # are), in the current folder for a camera or a stream, which have no folder.
-            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self._source.name)
-            name = f"videvent-watch-{safe or 'stream'}-{time.strftime('%Y%m%d-%H%M%S')}"
+            name = (f"videvent-watch-{safe_name(self._source.name)}-"
+                    f"{time.strftime('%Y%m%d-%H%M%S')}")
             is_file = isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec)
             out_dir = os.path.join(os.path.dirname(os.fspath(spec)), name) if is_file else name
         self.out_dir = check_destination(out_dir)

@@ -16,6 +16,7 @@ a ``run`` into the folder replaces both (``output.names.RESULT_FILES``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import deque
@@ -177,6 +178,18 @@ def source_uri(uri: str) -> str:
     return os.path.abspath(uri) if os.path.exists(uri) else uri
 
 
+@dataclass
+class OutageEvent(Event):
+    """An event of a live session during which its source was lost: its clock went on while
+    its pictures did not, so beside ``duration_s`` (the clock's span) it says ``video_s``, the
+    seconds of video it has (its frames at the source's rate: its clip's length)."""
+
+    video_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "video_s": self.video_s}
+
+
 class Session:
     """Every scored frame goes through ``add``; ``finish`` ends the session.
 
@@ -216,6 +229,9 @@ class Session:
         self.source_fingerprint: list[list[float] | None] = []
         self._pending: deque = deque()   # (frame, score) not yet decided by the segmenter
         self._open: Event | None = None  # the event whose core the last frames were in
+        # The source's outages, [lost, back] in its times (back None while it is away): an
+        # event across one has fewer seconds of video than of clock. The latest only.
+        self._outages: deque[list] = deque(maxlen=64)
         self._log = None
         # When this session started (UTC): in events.json and on each of its events.jsonl
         # lines, which may follow those of earlier sessions into the same folder.
@@ -247,7 +263,16 @@ class Session:
         """The source's state changed (connected, lost, back, stalled, finished)."""
         if status in ("lost", "back"):
             self.source_events.append({"type": f"source_{status}", **detail})
+            if "time_s" in detail:
+                if status == "lost":
+                    self._outages.append([detail["time_s"], None])
+                elif self._outages and self._outages[-1][1] is None:
+                    self._outages[-1][1] = detail["time_s"]
         self._tell("on_status", status, detail)
+
+    def _spans_an_outage(self, event: Event) -> bool:
+        return any(start < event.end_time_s and (end is None or end > event.start_time_s)
+                   for start, end in self._outages)
 
     def finish(self) -> None:
         """Decide every frame still pending and complete the open events (and, live, write
@@ -309,6 +334,10 @@ class Session:
             self._tell("on_event_update", self._open)
 
     def _event_done(self, event: Event) -> None:
+        if self._spans_an_outage(event) and self.info.fps:
+            # Its clock went on while the source was away: the video it has is its frames.
+            event = OutageEvent(**dataclasses.asdict(event), video_s=round(
+                (event.end_frame - event.start_frame + 1) / self.info.fps, 3))
         if self._open is not None and self._open.number == event.number:
             self._open = None
         files: dict[str, str] = {}

@@ -342,7 +342,9 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
             raise click.BadParameter(str(error), param_hint="'--mqtt-ca'") from None
 
     def sinks_of(camera) -> list:
-        sinks = [] if dashboard is None else [dashboard.add_camera(camera.name)]
+        from ..cameras import result_folders
+        sinks = [] if dashboard is None else [dashboard.add_camera(
+            camera.name, history=result_folders(camera, out_dir, len(cameras) > 1))]
         if publisher is not None:
             from ..output.mqtt import MqttSink
             media_url = None

@@ -4,15 +4,19 @@
 kept by reference and annotated and JPEG-encoded on the camera's own encoder thread, at most
 `PICTURES_PER_S` times a second (frames arriving in between are simply replaced, i.e. dropped
 from the picture, never from the scores). Scores go into a bounded history for the chart;
-status, statistics and events become messages for the page's update stream.
+status (with when it last changed), statistics and events become messages for the page's
+update stream. ``past_events`` reads the events of earlier watches from their result folders'
+``events.jsonl``, so the page's history survives a restart of the watch.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
+from datetime import datetime
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +36,8 @@ PICTURE_MAX_WIDTH = 960
 HISTORY_POINTS = 3000           # scores kept for the chart of a page opened late
 LIVE_THUMBNAILS = 200           # open events' pictures kept in memory until their file exists
 MEDIA_KINDS = ("thumbnail", "clip")
+PAST_EVENTS = 100               # events of earlier watches shown per camera, the latest
+PAST_TAIL_BYTES = 1 << 20       # of each events.jsonl, only its end is read
 
 
 def _finite(value: float) -> float | None:
@@ -60,6 +66,7 @@ class CameraState:
         self.width = self.height = 0
         self.threshold: float | None = None
         self.status, self.status_detail = "waiting", {}
+        self.status_since = time.time()                       # when the status last changed
         self.stats: dict = {}
         self.history: deque = deque(maxlen=HISTORY_POINTS)    # (time_s, score)
         self.pending_scores: list = []                        # not yet sent to the pages
@@ -69,12 +76,15 @@ class CameraState:
         self.events: dict[int, dict] = {}
         self.live_thumbnails: OrderedDict[int, bytes] = OrderedDict()
         self.media: dict[tuple[int, str], Path] = {}          # (event, kind) -> registered file
+        self.past: list[dict] = []                            # earlier watches' events
+        self.past_media: dict[tuple[int, str], Path] = {}     # (past index, kind) -> file
 
     def describe(self) -> dict:
         with self.lock:
             return {"index": self.index, "name": self.name, "width": self.width,
                     "height": self.height, "threshold": self.threshold, "status": self.status,
-                    "status_detail": self.status_detail, "stats": self.stats,
+                    "status_detail": self.status_detail, "status_since": self.status_since,
+                    "stats": self.stats,
                     "history": list(self.history), "region_editable": self.region_file is not None}
 
     def take_pending_scores(self) -> list:
@@ -83,16 +93,88 @@ class CameraState:
         return scores
 
     def event_list(self) -> list[dict]:
+        """This watch's events and the earlier watches' (``past``)."""
         with self.lock:
-            return list(self.events.values())
+            return [*self.past, *self.events.values()]
 
-    def media_path(self, number: int, kind: str) -> Path | None:
+    def media_path(self, number: int, kind: str, past: bool = False) -> Path | None:
         with self.lock:
-            return self.media.get((number, kind))
+            return (self.past_media if past else self.media).get((number, kind))
+
+    def load_past(self, folders: list[Path]) -> None:
+        """The latest ``PAST_EVENTS`` events of earlier watches, from the ``events.jsonl`` of
+        ``folders`` (oldest first); their thumbnails and clips are served only from inside
+        their own folder."""
+        found = []
+        for folder in folders:
+            found += [(folder, record) for record in _read_events_log(folder)]
+        for index, (folder, record) in enumerate(found[-PAST_EVENTS:]):
+            base = f"/cameras/{self.index}/past/{index}"
+            files = {}
+            for kind in MEDIA_KINDS:
+                path = _inside(folder, record.get(kind), kind)
+                if path is not None:
+                    files[kind] = path
+                    self.past_media[(index, kind)] = path
+            event = {key: value for key, value in record.items()
+                     if key not in MEDIA_KINDS and key != "session_started"}
+            self.past.append({
+                **_plain(event), "key": f"{self.index}-past-{index}", "past": True,
+                "camera": self.name, "camera_index": self.index, "open": False,
+                "seen_at": _started_at(record.get("session_started"))
+                + float(record.get("start_time_s") or 0),
+                "session_started": record.get("session_started"),
+                "thumbnail_url": f"{base}/thumbnail" if "thumbnail" in files else None,
+                "clip_url": f"{base}/clip" if "clip" in files else None})
+
 
     def live_thumbnail(self, number: int) -> bytes | None:
         with self.lock:
             return self.live_thumbnails.get(number)
+
+
+def _read_events_log(folder: Path) -> list[dict]:
+    """The event records of a result folder's ``events.jsonl`` (its last ``PAST_TAIL_BYTES``;
+    a line that is not a JSON object is passed over)."""
+    try:
+        with open(folder / "events.jsonl", "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - PAST_TAIL_BYTES))
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    if size > PAST_TAIL_BYTES:
+        lines = lines[1:]                      # the first, cut, line
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("number"), int):
+            records.append(record)
+    return records
+
+
+def _inside(folder: Path, named, kind: str) -> Path | None:
+    """The file an events.jsonl line names, found by its name in ``folder`` (a clip) or its
+    thumbnails folder, and only there: never a path elsewhere that a line could name."""
+    if not isinstance(named, str) or not named:
+        return None
+    name = Path(named).name
+    candidate = (folder / "thumbnails" if kind == "thumbnail" else folder) / name
+    try:
+        resolved, root = candidate.resolve(), folder.resolve()
+    except OSError:
+        return None
+    return resolved if resolved.is_file() and resolved.is_relative_to(root) else None
+
+
+def _started_at(text) -> float:
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
 
 
 class _PictureEncoder:
@@ -195,6 +277,7 @@ class DashboardSink(Sink):
                              or event.number in self.camera.live_thumbnails)
             known = self.camera.events.get(event.number)
             record = {**_plain(event.to_dict()), "camera": self.camera.name,
+                      "key": f"{self.camera.index}-{event.number}",
                       "seen_at": known["seen_at"] if known else time.time(),
                       "camera_index": self.camera.index, "open": state != "end",
                       "thumbnail_url": f"{base}/thumbnail" if has_thumbnail else None,
@@ -221,9 +304,12 @@ class DashboardSink(Sink):
     def on_status(self, status: str, detail: dict) -> None:
         detail = _plain(detail)
         with self.camera.lock:
+            if status != self.camera.status:
+                self.camera.status_since = time.time()
             self.camera.status, self.camera.status_detail = status, detail
+            since = self.camera.status_since
         self._publish({"type": "status", "camera_index": self.camera.index, "status": status,
-                       "detail": detail})
+                       "detail": detail, "since": since})
 
     def on_stats(self, stats: dict) -> None:
         shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms")

@@ -5,14 +5,16 @@ Routes (all behind the token check when a token is set):
 - ``GET /``: the page; ``GET /static/...``: its script and style, shipped in the package.
 - ``GET /api/cameras``: each camera's size, threshold, status, statistics and recent scores.
 - ``GET /api/events``: every event of the session so far, newest first (open ones included),
-  so a reloaded page shows them again.
+  so a reloaded page shows them again, and those of earlier watches read from the cameras'
+  result folders (``past``: true; see ``Dashboard.add_camera``).
 - ``GET /api/stream``: server-sent events, one JSON object per message, ``type`` one of
   ``scores`` (a batch of ``[time_s, score]`` points), ``status``, ``stats``, ``event``
   (``state`` start / update / end) and ``camera`` (a camera started).
 - ``GET /cameras/{i}/mjpeg``: the annotated live picture as MJPEG; ``/cameras/{i}/picture.jpg``:
   the latest one.
 - ``GET /cameras/{i}/events/{n}/thumbnail`` and ``.../clip``: only files the session reported
-  for that event (and, before the thumbnail is written, the picture of the event's start).
+  for that event (and, before the thumbnail is written, the picture of the event's start);
+  ``/cameras/{i}/past/{k}/...``: those of the k-th earlier event, found in its own folder.
 - ``GET``/``POST /cameras/{i}/region``: the camera's region polygons, read from and saved to the
   region file configured for it (never a path from the request); the POST takes JSON
   ``{"polygons": [[[x, y], ...], ...]}``.
@@ -157,10 +159,13 @@ class Dashboard:
 
     # -- the session side ------------------------------------------------------------------
 
-    def add_camera(self, name: str, region_file: str | Path | None = None) -> DashboardSink:
-        """The sink for camera ``name``; ``region_file`` overrides the dashboard's."""
+    def add_camera(self, name: str, region_file: str | Path | None = None,
+                   history: list[Path] = ()) -> DashboardSink:
+        """The sink for camera ``name``; ``region_file`` overrides the dashboard's;
+        ``history``: the result folders of its earlier watches, whose events it lists."""
         own = Path(region_file) if region_file is not None else self.region_file
         camera = CameraState(len(self._cameras), name, own)
+        camera.load_past(list(history))
         sink = DashboardSink(camera, self._outbox.append, self._picture_encoded)
         self._cameras.append(camera)
         self._sinks.append(sink)
@@ -229,6 +234,7 @@ class Dashboard:
             web.get("/cameras/{camera:\\d+}/mjpeg", self._mjpeg),
             web.get("/cameras/{camera:\\d+}/picture.jpg", self._picture),
             web.get("/cameras/{camera:\\d+}/events/{number:\\d+}/{kind}", self._media),
+            web.get("/cameras/{camera:\\d+}/past/{number:\\d+}/{kind}", self._past_media),
             web.get("/cameras/{camera:\\d+}/region", self._read_region),
             web.post("/cameras/{camera:\\d+}/region", self._save_region),
             web.static("/static", STATIC_DIR, follow_symlinks=False),
@@ -334,6 +340,15 @@ class Dashboard:
         if picture is None:
             raise web.HTTPNotFound(text="not written yet")
         return web.Response(body=picture, content_type="image/jpeg")
+
+    async def _past_media(self, request: web.Request) -> web.StreamResponse:
+        camera = self._camera(request)
+        digits, kind = request.match_info["number"], request.match_info["kind"]
+        path = (camera.media_path(int(digits), kind, past=True)
+                if kind in MEDIA_KINDS and len(digits) <= 9 else None)
+        if path is None or not path.is_file():
+            raise web.HTTPNotFound(text="no such file")
+        return web.FileResponse(path)
 
     async def _read_region(self, request: web.Request) -> web.Response:
         camera = self._camera(request)

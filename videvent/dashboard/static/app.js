@@ -45,7 +45,7 @@ function addCamera(info) {
   view.img.addEventListener("load", () => drawRegions(view));
   view.img.addEventListener("error", () => setTimeout(() => openPicture(view), 2000));
   openPicture(view);
-  setStatus(view, info.status);
+  setStatus(view, info.status, info.status_detail, info.status_since);
   setStats(view, info.stats || {});
   setupRegionEditor(view);
   loadRegions(view);
@@ -56,10 +56,29 @@ function openPicture(view) {
   view.img.src = authed(`/cameras/${view.info.index}/mjpeg?open=${Date.now()}`);
 }
 
-function setStatus(view, status) {
+function clock(seconds) {
+  return seconds ? new Date(seconds * 1000).toLocaleTimeString() : "";
+}
+
+// What the camera is doing, in words: since when, and why when it is down.
+function statusLine(status, detail, since) {
+  detail = detail || {};
+  const at = clock(since);
+  if (status === "lost" && detail.attempts)   // not opened yet: tried again with backoff
+    return `down since ${at}, attempt ${detail.attempts}: ${detail.error || "no answer"}`;
+  if (status === "lost") return `lost since ${at}, reconnecting`;
+  if (status === "connected" || status === "back") return `live since ${at}`;
+  if (status === "stalled") return `no picture since ${at}`;
+  if (status === "finished") return `finished at ${at}`;
+  return "waiting for the camera";
+}
+
+function setStatus(view, status, detail, since) {
   const badge = view.card.querySelector(".status");
   badge.className = `badge status ${status}`;
-  badge.textContent = STATUS_TEXT[status] || status;
+  badge.textContent = status === "lost" && detail && detail.attempts ? "down, retrying"
+    : STATUS_TEXT[status] || status;
+  view.card.querySelector(".status-detail").textContent = statusLine(status, detail, since);
   view.card.dataset.status = status;
   view.card.classList.toggle("lost", status === "lost");
   view.card.classList.toggle("stalled", status === "stalled");
@@ -211,8 +230,17 @@ function setupRegionEditor(view) {
 
 // ---- events --------------------------------------------------------------------------
 
+// The event's length; when the camera was lost during it, the seconds of video it has (its
+// clip's) and the span of the clock it covered, which are not the same.
+function eventLength(event) {
+  if (event.open) return "in progress";
+  if (!event.video_s) return `${fmt(event.duration_s, 1)} s`;
+  return `${fmt(event.video_s, 1)} s of video (over ${fmt(event.duration_s, 1)} s: ` +
+         `the camera was lost meanwhile)`;
+}
+
 function showEvent(event) {
-  const key = `${event.camera_index}-${event.number}`;
+  const key = event.key || `${event.camera_index}-${event.number}`;
   let item = events.get(key);
   const list = document.getElementById("events");
   if (!item) {
@@ -227,20 +255,32 @@ function showEvent(event) {
   }
   item.dataset.seenAt = event.seen_at;
   item.classList.toggle("open", event.open);
+  item.classList.toggle("past", !!event.past);
   item.querySelector(".event-title").textContent = `${event.camera}: event ${event.number}`;
-  item.querySelector(".event-state").textContent = event.open ? "in progress" : `${fmt(event.duration_s, 1)} s`;
+  item.querySelector(".event-state").textContent = eventLength(event);
+  const when = event.past && event.session_started
+    ? `earlier watch of ${new Date(event.session_started).toLocaleString()} · ` : "";
   item.querySelector(".event-meta").textContent =
-    `${event.start_timecode} to ${event.end_timecode} · peak ${fmt(event.peak_score, 1)}`;
+    `${when}${event.start_timecode} to ${event.end_timecode} · peak ${fmt(event.peak_score, 1)}`;
+  // One picture per event: the thumbnail, until the clip is written; then the clip, with the
+  // thumbnail as its poster.
   const thumbnail = item.querySelector("img.thumbnail");
-  if (event.thumbnail_url) {
-    thumbnail.src = authed(`${event.thumbnail_url}?state=${event.open ? event.peak_frame : "final"}`);
-    thumbnail.hidden = false;
-  }
-  if (event.clip_url && !item.querySelector("video")) {
-    const video = document.createElement("video");
-    video.controls = true; video.muted = true; video.preload = "metadata";
+  const picture = event.thumbnail_url
+    ? authed(`${event.thumbnail_url}?state=${event.open ? event.peak_frame : "final"}`) : null;
+  let video = item.querySelector("video");
+  if (event.clip_url && !video) {
+    video = document.createElement("video");
+    video.controls = true; video.muted = true; video.preload = "none";
     video.src = authed(event.clip_url);
     item.appendChild(video);
+  }
+  if (video) {
+    if (picture) video.poster = picture;
+    thumbnail.hidden = true;
+    thumbnail.removeAttribute("src");
+  } else if (picture) {
+    thumbnail.src = picture;
+    thumbnail.hidden = false;
   }
   document.getElementById("no-events").hidden = true;
 }
@@ -258,7 +298,7 @@ function handle(message) {
       break;
     }
     case "scores": if (view) addScores(view, message.points); break;
-    case "status": if (view) setStatus(view, message.status); break;
+    case "status": if (view) setStatus(view, message.status, message.detail, message.since); break;
     case "stats": if (view) setStats(view, message.stats); break;
     case "event": showEvent(message.event); break;
   }
@@ -283,7 +323,7 @@ function sync(info) {
   Object.assign(view.info, info);
   view.points = info.history.slice(-MAX_POINTS);
   if (view.points.length) view.syncedUntil = view.points[view.points.length - 1][0];
-  setStatus(view, info.status);
+  setStatus(view, info.status, info.status_detail, info.status_since);
   setStats(view, info.stats);
   queueChart(view);
 }
