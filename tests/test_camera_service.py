@@ -184,3 +184,20 @@ def test_a_camera_that_never_opens_is_said_down_once_and_its_end_once(tmp_path):
     assert "could not be opened after 3 attempts" in lines[1]
     assert "stopped before" not in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "live").exists()
+
+
+def test_seed_and_a_start_time_on_a_stream_are_set_aside_in_one_line(tmp_path, server):
+    """--seed and -st are for files (issue 29, item 9): given for a stream, a one-line warning
+    says so and the stream is watched from now, without them (what events.json records)."""
+    out = tmp_path / "live"
+    watch = Watch(server().url, out, "--seed", "-st", "5s", "-dt", "3s",
+                  "--max-reconnects", "3")
+    assert watch.finish(timeout=PATIENCE_S) == 0
+    warnings = [line for line in watch.process.stderr.read().splitlines() if "warning" in line]
+    assert len(warnings) == 1, warnings
+    assert "-st/--start-time and --seed are for files" in warnings[0]
+    document = json.loads((out / "events.json").read_text())
+    assert document["settings"]["start_time"] is None and document["settings"]["seed"] is False
+    # Watched from its first frame for the 3 s asked (-dt), not from 5 s in.
+    assert document["frames_read"] == 45
+    assert (out / "scores.csv").read_text().splitlines()[1].split(",")[0] == "0"

@@ -86,6 +86,29 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
     return cameras
 
 
+# Settings that only a file has a use for: where to start in it, a model seeded from frames
+# spread over all of it. A stream or a device is watched from now and has no whole.
+FILE_ONLY_SETTINGS = ("start_time", "seed")
+
+
+def without_file_settings(camera: Camera) -> tuple[Camera, list[str]]:
+    """``camera``, its settings for a file only (``FILE_ONLY_SETTINGS``) turned off when it is
+    a stream or a device, and the options so set aside (``-st/--start-time``), to warn of."""
+    from .settings import DEFAULTS, SPECS
+    from .sources import is_live_spec
+
+    if not is_live_spec(camera.source):
+        return camera, []
+    given = [name for name in FILE_ONLY_SETTINGS
+             if getattr(camera.settings, name) != DEFAULTS[name]]
+    if not given:
+        return camera, []
+    options = [f"{SPECS[name].short}/" * bool(SPECS[name].short)
+               + f"--{name.replace('_', '-')}" for name in given]
+    return Camera(camera.name, camera.source,
+                  camera.settings.replace(**{name: DEFAULTS[name] for name in given})), options
+
+
 class CameraNotOpened(ValueError):
     """A camera that could not be opened: a file at once, a stream or a device after its
     ``--max-reconnects`` attempts (one line; ``attempts``: how many were made)."""

@@ -277,7 +277,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     --serve 8080 shows every camera, its score and its events on a live web page.
     """
     from ..alerts import check_webhook
-    from ..cameras import name_cameras
+    from ..cameras import name_cameras, without_file_settings
     from ..output.mqtt import check_prefix, parse_mqtt_address
     from ..settings import load_cameras
 
@@ -308,6 +308,14 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     if not cameras:
         raise click.UsageError("give a SOURCE, or a config file (-c) with [cameras.NAME] "
                                "tables")
+    for index, camera in enumerate(cameras):
+        cameras[index], set_aside = without_file_settings(camera)
+        if set_aside:
+            # A warning, not an error: a config file shared by run and watch may set them.
+            one = len(set_aside) == 1
+            click.echo(f"videvent: warning: camera {camera.name}: {' and '.join(set_aside)} "
+                       f"{'is' if one else 'are'} for files; a stream or a camera is watched "
+                       f"from now, without {'it' if one else 'them'}", err=True)
     if show and len(cameras) > 1:
         raise click.UsageError("--show previews one camera; use --serve for several")
     monitor_options = {"realtime": realtime, "max_reconnects": max_reconnects,
@@ -631,12 +639,14 @@ def report_command(result_dir: str) -> None:
 
 def warn_if_short(result, spec: str) -> None:
     """A file that ends before the frame its container announced: said on stderr, even with
-    -q (the run is complete, but of less of the video than the user thinks)."""
+    -q (the run is complete, but of less of the video than the user thinks), in the words of
+    a frame lost in the middle ("could not be decoded"), without guessing why."""
     expected = result.frames_expected
     if expected and result.frames_read < expected:
-        click.echo(f"videvent: warning: '{public_uri(spec)}' ends early: {result.frames_read} of the "
-                   f"{expected} frames its container announces could be read (a truncated "
-                   f"or damaged file?)", err=True)
+        missing = expected - result.frames_read
+        click.echo(f"videvent: warning: '{public_uri(spec)}' ends early: {result.frames_read} of "
+                   f"the {expected} frames its container announces could be decoded ({missing} "
+                   f"could not); the results are of those {result.frames_read}", err=True)
 
 
 def _frames(count: int) -> str:
@@ -680,7 +690,9 @@ def print_summary(result) -> None:
             run_.end_frame - run_.start_frame + 1)
     if problems:
         click.echo("Frames without a usable picture: "
-                   + ", ".join(f"{count} {status}" for status, count in sorted(problems.items())))
+                   + ", ".join(f"{count} {status}" + (" (could not be decoded)"
+                                                      if status == "corrupt" else "")
+                               for status, count in sorted(problems.items())))
     click.echo(f"Results in {os.fspath(result.out_dir)}")
 
 
