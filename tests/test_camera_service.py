@@ -18,43 +18,10 @@ import pytest
 
 from conftest import ROOT
 from test_mqtt import MOSQUITTO, Broker, Subscriber
-from test_watch import Stream, Watch, server  # noqa: F401
+from test_watch import Gate, Watch, server  # noqa: F401
 from test_watch_dashboard import URL_LINE
 
 PATIENCE_S = 60.0              # deadline of every wait (a liveness bound, never a pause)
-
-
-class Gate:
-    """A camera still booting: refuses (503) every connection until ``open()``, then sends
-    each one to ``stream``."""
-
-    def __init__(self, stream: Stream):
-        self.opened = threading.Event()
-        self.refused = 0
-        gate = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - the http.server API
-                if not gate.opened.is_set():
-                    gate.refused += 1
-                    self.send_response(503)
-                    self.end_headers()
-                    return
-                self.send_response(302)
-                self.send_header("Location", stream.url)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/camera"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class Webhook:

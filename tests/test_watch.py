@@ -74,6 +74,39 @@ class Stream:
             player.wait()
 
 
+class Gate:
+    """A camera still booting, in front of ``stream``: refuses (503) its first ``refuse``
+    connections (None: every one until ``opened`` is set), then sends each one to ``stream``."""
+
+    def __init__(self, stream: Stream, refuse: int | None = None):
+        self.opened = threading.Event()
+        self.refused = 0
+        gate = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                if not gate.opened.is_set() and (refuse is None or gate.refused < refuse):
+                    gate.refused += 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                self.send_response(302)
+                self.send_header("Location", stream.url)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/camera"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def stream_event_start_s() -> float:
     _, truth = sample("walker")
     return truth["event_frames"][0][0] / truth["fps"] - STREAM_FROM_S
@@ -300,40 +333,18 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
     """Frigate waits for a camera that is down at boot (issue 29): one stream that refuses its
     first connections is said once to be tried again, is tried again with backoff, and is
     watched once it answers; a file that cannot be opened is still an error at once."""
-    stream = server()
-    refused = []
-
-    class Gate(http.server.BaseHTTPRequestHandler):
-        """Refuses the first connections (the camera still booting), then sends to it."""
-
-        def do_GET(self):  # noqa: N802 - the http.server API
-            if len(refused) < 3:
-                refused.append(self.path)
-                self.send_response(503)
-                self.end_headers()
-                return
-            self.send_response(302)
-            self.send_header("Location", stream.url)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    gate = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Gate)
-    threading.Thread(target=gate.serve_forever, daemon=True).start()
+    gate = Gate(server(), refuse=3)
     try:
-        watch = Watch(f"http://127.0.0.1:{gate.server_port}/camera", tmp_path / "live",
-                      "--max-reconnects", "10", "-dt", "6s")
+        watch = Watch(gate.url, tmp_path / "live", "--max-reconnects", "10", "-dt", "6s")
         watch.wait_for("session_start", 60)
         assert watch.finish(timeout=90) == 0
         stderr = watch.process.stderr.read()
         assert stderr.count("trying again") == 1, stderr
-        assert len(refused) == 3
+        assert gate.refused == 3
         document = json.loads((tmp_path / "live" / "events.json").read_text())
         assert document["frames_scored"] > 0
     finally:
-        gate.shutdown()
-        gate.server_close()
+        gate.close()
     missing = subprocess.run([sys.executable, "-m", "videvent", "watch", tmp_path / "none.mp4",
                               "-d", tmp_path / "none"], capture_output=True, text=True,
                              timeout=60, cwd=ROOT)

@@ -25,7 +25,7 @@ from ..output.report import write_plot, write_report
 from ..passes import frame_range
 from ..pipeline import default_out_dir, detect
 from ..settings import METHODS, NEVER, SettingError, Settings
-from ..sources.base import SourceError, public_uri
+from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
