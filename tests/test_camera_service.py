@@ -9,9 +9,11 @@ from __future__ import annotations
 import http.server
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -19,7 +21,7 @@ import pytest
 from conftest import ROOT
 from test_mqtt import MOSQUITTO, Broker, Subscriber
 from test_watch import Gate, Watch, server  # noqa: F401
-from test_watch_dashboard import URL_LINE
+from test_watch_dashboard import URL_LINE, ServedWatch
 
 PATIENCE_S = 60.0              # deadline of every wait (a liveness bound, never a pause)
 
@@ -133,7 +135,7 @@ def test_a_camera_down_at_start_and_lost_later_is_said_down_and_up_on_every_chan
 
 
 def test_a_camera_that_never_opens_is_said_down_once_and_its_end_once(tmp_path):
-    closed = __import__("socket").socket()
+    closed = socket.socket()
     closed.bind(("127.0.0.1", 0))            # bound, never listening: refused at once
     try:
         done = subprocess.run(
@@ -168,3 +170,35 @@ def test_seed_and_a_start_time_on_a_stream_are_set_aside_in_one_line(tmp_path, s
     # Watched from its first frame for the 3 s asked (-dt), not from 5 s in.
     assert document["frames_read"] == 45
     assert (out / "scores.csv").read_text().splitlines()[1].split(",")[0] == "0"
+
+
+def test_a_camera_that_never_opens_beside_a_live_one_is_said_down_then_given_up(tmp_path,
+                                                                                server):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))            # bound, never listening: refused at once
+    watch = ServedWatch([server(loop=True).url, f"http://127.0.0.1:{closed.getsockname()[1]}/"],
+                        tmp_path / "live", "--name", "door", "--name", "dead",
+                        "--serve", "127.0.0.1:0", "--max-reconnects", "1")
+    try:
+        base = watch.dashboard_url()
+        assert watch.wait_for("camera_down", PATIENCE_S, camera="dead")["attempts"] == 1
+        watch.wait_for("session_start", PATIENCE_S, camera="door")
+
+        def status(name: str) -> dict:
+            with urllib.request.urlopen(base + "api/cameras", timeout=10) as response:
+                return next(camera for camera in json.loads(response.read())
+                            if camera["name"] == name)
+
+        deadline = time.monotonic() + PATIENCE_S
+        while status("dead")["status"] != "finished":    # given up after its attempts
+            assert time.monotonic() < deadline, status("dead")
+            time.sleep(0.1)
+        assert "could not be opened after 2 attempts" in status("dead")["status_detail"]["error"]
+        assert status("door")["status"] == "connected"
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+        closed.close()
+    assert watch.finish(timeout=PATIENCE_S) == 1
+    assert [a["type"] for a in watch.alerts if a.get("camera") == "dead"] == ["camera_down"]
+    assert any("camera dead could not be opened after 2 attempts" in line
+               for line in watch.stderr_lines), watch.stderr_lines

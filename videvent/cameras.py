@@ -89,6 +89,7 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
 # Settings that only a file has a use for: where to start in it, a model seeded from frames
 # spread over all of it. A stream or a device is watched from now and has no whole.
 FILE_ONLY_SETTINGS = ("start_time", "seed")
+PAST_FOLDERS = 20        # earlier watches' folders a camera's history is read from, the latest
 
 
 def without_file_settings(camera: Camera) -> tuple[Camera, list[str]]:
@@ -143,10 +144,13 @@ def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: 
                                    name=camera.name, alert_sink=alerts, **options)
             except SourceError as error:
                 if not is_live_spec(camera.source) or (limit is not None and failures >= limit):
-                    if failures == 0:
-                        raise CameraNotOpened(str(error), 1) from None
-                    raise CameraNotOpened(f"could not be opened after {failures + 1} attempts: "
-                                          f"{error}", failures + 1) from None
+                    given_up = CameraNotOpened(
+                        str(error) if failures == 0 else
+                        f"could not be opened after {failures + 1} attempts: {error}",
+                        failures + 1)
+                    for sink in sinks if failures else ():   # no longer waited for
+                        sink.on_status("finished", {"error": str(given_up)})
+                    raise given_up from None
                 if failures == 0:
                     report(f"camera {camera.name}: {error}; trying again"
                            + ("" if limit is None else f" (at most {limit} times)"))
@@ -210,7 +214,8 @@ def result_folders(camera: Camera, out_dir: str | os.PathLike | None,
     """Where earlier watches of ``camera`` wrote their results, oldest first: its folder
     when ``-d`` names one (``out_dir``/NAME with ``several`` cameras), else the dated folders
     a watch makes by default in the current folder (a camera's own, or each of several
-    cameras' inside the watch's). A file's default folder is beside it: not looked for."""
+    cameras' inside the watch's; the latest ``PAST_FOLDERS``). A file's default folder is
+    beside it: not looked for."""
     if out_dir is not None:
         return [Path(out_dir) / camera.name if several else Path(out_dir)]
     if isinstance(camera.source, str) and os.path.isfile(camera.source):
@@ -224,7 +229,7 @@ def result_folders(camera: Camera, out_dir: str | os.PathLike | None,
         pattern = re.compile(f"videvent-watch-{re.escape(safe_name(camera.name))}-{dated}")
         found = [folder for folder in Path().glob("videvent-watch-*")
                  if pattern.fullmatch(folder.name)]
-    return sorted(folder for folder in found if folder.is_dir())
+    return sorted(folder for folder in found if folder.is_dir())[-PAST_FOLDERS:]
 
 
 def watch_cameras(cameras: list[Camera], out_dir: str | os.PathLike | None,

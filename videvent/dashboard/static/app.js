@@ -69,6 +69,7 @@ function statusLine(status, detail, since) {
   if (status === "lost") return `lost since ${at}, reconnecting`;
   if (status === "connected" || status === "back") return `live since ${at}`;
   if (status === "stalled") return `no picture since ${at}`;
+  if (status === "finished" && detail.error) return `gave up at ${at}: ${detail.error}`;
   if (status === "finished") return `finished at ${at}`;
   return "waiting for the camera";
 }
