@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
+import sys
+import urllib.request
 
 import cv2
 
 from test_dashboard import WAIT_MS, browser, card  # noqa: F401
 from test_watch import Watch, server  # noqa: F401
-from test_watch_dashboard import ServedWatch
+from test_watch_dashboard import URL_LINE, ServedWatch
 
 PATIENCE_S = 60.0              # deadline of every wait (a liveness bound, never a pause)
 
@@ -108,3 +111,40 @@ def test_a_restarted_watch_shows_the_earlier_events_one_picture_each_and_honest_
     assert watch.finish(timeout=PATIENCE_S) == 0
     logged = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert len({line["session_started"] for line in logged}) == 2
+
+
+def test_without_a_folder_the_history_comes_from_the_earlier_dated_folders(tmp_path, server):
+    """No -d: each watch writes a dated folder of its own in the current folder; a restarted
+    watch's dashboard lists the events of the earlier ones (and not another camera's)."""
+    stream = server()
+    for name in ("door", "yard"):
+        done = subprocess.run([sys.executable, "-m", "videvent", "watch", stream.url, "--name",
+                               name, "-dt", "10s", "-q", "--no-clips"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    [earlier] = [folder for folder in tmp_path.iterdir() if folder.name.startswith(
+        "videvent-watch-door-")]
+    ended = [json.loads(line) for line in (earlier / "events.jsonl").read_text().splitlines()]
+    assert ended
+    watch = subprocess.Popen([sys.executable, "-m", "videvent", "watch", stream.url, "--name",
+                              "door", "--serve", "127.0.0.1:0", "--no-clips"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path)
+    try:
+        found = None
+        while found is None:                 # printed once the camera is open
+            line = watch.stderr.readline()
+            assert line, "the watch ended without printing the dashboard's address"
+            found = URL_LINE.match(line)
+        with urllib.request.urlopen(found.group(1) + "api/events", timeout=10) as response:
+            events = json.loads(response.read())
+        past = [event for event in events if event.get("past")]
+        assert [(event["camera"], event["number"]) for event in past] == [
+            ("door", event["number"]) for event in reversed(ended)]
+        with urllib.request.urlopen(found.group(1).rstrip("/") + past[0]["thumbnail_url"],
+                                    timeout=10) as response:
+            assert response.headers["Content-Type"] == "image/jpeg"
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.communicate(timeout=PATIENCE_S)
+    assert watch.returncode == 0
