@@ -247,8 +247,8 @@ def _serve_address(value: str) -> tuple[str, int]:
                                  "With several cameras, one folder per camera inside it.")
 @click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
 @click.option("--json", "json_lines", is_flag=True,
-              help="One JSON line per event start, update and end (and source lost/back) "
-                   "on stdout.")
+              help="One JSON line per event start, update and end (and source lost/back, "
+                   "camera down/up) on stdout.")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
