@@ -41,10 +41,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(clip: Path, port: int, rate: float | None) -> subprocess.Popen:
+def serve(clip: Path, port: int, rate: float | None, loop: bool = False) -> subprocess.Popen:
+    """ffmpeg serving ``clip`` to one client on ``port`` (at its pace, or ``rate`` times it;
+    ``loop``: again and again)."""
     pace = ["-re"] if rate is None else ["-readrate", str(rate)]
-    return subprocess.Popen(["ffmpeg", "-loglevel", "error", *pace, "-i", str(clip), "-c", "copy",
-                             "-f", "mpegts", "-listen", "1", f"http://127.0.0.1:{port}"],
+    return subprocess.Popen(["ffmpeg", "-loglevel", "error", *pace,
+                             *(["-stream_loop", "-1"] if loop else []), "-i", str(clip), "-c",
+                             "copy", "-f", "mpegts", "-listen", "1", f"http://127.0.0.1:{port}"],
                             stderr=subprocess.DEVNULL)   # a client that leaves is no error
 
 
