@@ -1,7 +1,7 @@
 """Benchmark of ``videvent watch`` as a service (issue 29's done-when; run by hand, never a test).
 
     python benchmarks/bench_service.py [--minutes 10] [--cameras 4] [--outages 2]
-                                       [--clip sample_videos/walker.mp4]
+                                       [--clip sample_videos/walker.mp4] [--keep]
 
 Four cameras (the walker clip looped at its real pace, each served over HTTP on 127.0.0.1 by an
 ffmpeg of its own) watched by one ``videvent watch --mqtt`` for ten minutes, while
@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--cameras", type=int, default=4)
     parser.add_argument("--outages", type=int, default=2)
     parser.add_argument("--clip", type=Path, default=ROOT / "sample_videos" / "walker.mp4")
+    parser.add_argument("--keep", action="store_true", help="keep the watch's result folders")
     args = parser.parse_args()
     if not shutil.which("ffmpeg") or not Path(MOSQUITTO).exists():
         raise SystemExit("needs ffmpeg and mosquitto")
@@ -214,7 +215,10 @@ def main() -> None:
     print(f"watch exit code {process.returncode}; stderr lines: {len(stderr.splitlines())}")
     for line in stderr.splitlines()[:20]:
         print(f"   {line}")
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"results kept in {out}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
