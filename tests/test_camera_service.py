@@ -10,15 +10,13 @@ import http.server
 import json
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli
 from test_mqtt import MOSQUITTO, Broker, Subscriber
 from test_watch import Gate, Watch, server  # noqa: F401
 from test_watch_dashboard import URL_LINE, ServedWatch
@@ -138,11 +136,8 @@ def test_a_camera_that_never_opens_is_said_down_once_and_its_end_once(tmp_path):
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))            # bound, never listening: refused at once
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "videvent", "watch",
-             f"http://127.0.0.1:{closed.getsockname()[1]}/camera", "--json",
-             "--max-reconnects", "2", "-d", str(tmp_path / "live")],
-            capture_output=True, text=True, timeout=120, cwd=ROOT)
+        done = run_cli("watch", f"http://127.0.0.1:{closed.getsockname()[1]}/camera", "--json",
+                       "--max-reconnects", "2", "-d", tmp_path / "live")
     finally:
         closed.close()
     assert done.returncode == 1
