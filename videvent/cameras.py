@@ -153,7 +153,8 @@ def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: 
                     raise given_up from None
                 if failures == 0:
                     report(f"camera {camera.name}: {error}; trying again"
-                           + ("" if limit is None else f" (at most {limit} times)"))
+                           + ("" if limit is None else
+                              f" (at most {limit} time{'' if limit == 1 else 's'})"))
                 for sink in [alerts, *sinks]:
                     sink.on_status("lost", {"error": str(error), "attempts": failures + 1})
                 failures += 1
