@@ -16,8 +16,12 @@ GRID = (4, 4)                                   # 16 blocks of 10 x 10 pixels
 HOT = 4.5
 
 
-def picture(rng, noise=1.0, level=80.0):
-    return (level + rng.normal(0, noise, SHAPE)).astype(np.float32)
+# A scene has texture: on a flat block a uniform change cannot be told from the light's.
+TEXTURE = np.random.default_rng(99).uniform(-30, 30, SHAPE).astype(np.float32)
+
+
+def picture(rng, noise=1.0, level=80.0, gain=1.0):
+    return (gain * (level + TEXTURE) + rng.normal(0, noise, SHAPE)).astype(np.float32)
 
 
 def regions_fed(frames, z_of, static_after=10):
@@ -90,12 +94,32 @@ def test_stillness_is_measured_against_the_blocks_own_noise(noise):
     still = [picture(rng, noise) for _ in range(30)]
     moving = [picture(rng, noise) for _ in range(30)]
     for t, frame in enumerate(moving):                           # a bright square moving
-        frame[10:20, 10:20] += 120 if t % 2 else 0
+        frame[10:15, 10 + 5 * (t % 2):15 + 5 * (t % 2)] += 120
     z_unusual = np.zeros(16)
     z_unusual[5] = 9.0
     z_of = (lambda t: np.zeros(16) if t < 60 else z_unusual)
     _, history = regions_fed(usual + still, z_of)
     assert history[-1][1][5]
+    _, history = regions_fed(usual + moving, z_of)
+    assert not any(absorbed[5] for _, absorbed in history)
+
+
+def test_a_lasting_change_is_absorbed_while_the_light_dims_but_not_while_something_moves():
+    """Stillness is up to the light's gain: a block that holds a new object while the camera's
+    exposure falls one percent a frame (over static_after frames, far more than its noise
+    from frame to frame) is absorbed; the same dimming with something moving in the block is
+    not."""
+    rng = np.random.default_rng(3)
+    usual = [picture(rng) for _ in range(60)]
+    dimming = [picture(rng, gain=0.99 ** t) for t in range(40)]
+    moving = [picture(rng, gain=0.99 ** t) for t in range(40)]
+    for t, frame in enumerate(moving):                           # a small square walking
+        frame[11:15, 11 + t % 5:15 + t % 5] += 60
+    z_unusual = np.zeros(16)
+    z_unusual[5] = 9.0
+    z_of = (lambda t: np.zeros(16) if t < 60 else z_unusual)
+    _, history = regions_fed(usual + dimming, z_of)
+    assert history[60 + 10][1][5]                                # static_after frames
     _, history = regions_fed(usual + moving, z_of)
     assert not any(absorbed[5] for _, absorbed in history)
 

@@ -150,7 +150,7 @@ class StaticRegions:
         """``score_image(residual_image) -> block z-scores`` scores the patched residual;
         ``previous``: the frame before (None: not known)."""
         picture = x.reshape(self.frame_shape)
-        change = self._block_rms(picture - self.reference_)
+        change = block_change_up_to_gain(picture, self.reference_, self.grid)
         # The model explains an absorbed block again (the object left, or the window learned
         # it): the block goes back to the model.
         self.absorbed_ &= z >= self.hot
@@ -221,6 +221,23 @@ class StaticRegions:
 
     def _block_rms(self, difference: np.ndarray) -> np.ndarray:
         return block_rms(difference, self.grid)
+
+
+def block_change_up_to_gain(picture: np.ndarray, reference: np.ndarray,
+                            grid: tuple[int, int]) -> np.ndarray:
+    """Per block of a (columns, rows) grid, the root-mean-square of ``picture`` less its best
+    multiple of ``reference`` (least squares): what changed beyond the light's gain, so a block
+    that only got brighter or darker with the light or the exposure is unchanged."""
+    def block_mean(values):
+        if values.ndim == 3:
+            values = values.mean(axis=2)
+        return cv2.resize(values, grid, interpolation=cv2.INTER_AREA).ravel()
+    pp = block_mean(picture * picture)
+    pr = block_mean(picture * reference)
+    rr = block_mean(reference * reference)
+    # A black reference explains nothing: the whole picture is the change.
+    explained = np.where(rr > 0, pr * pr / np.maximum(rr, np.finfo(np.float32).tiny), 0)
+    return np.sqrt(np.maximum(pp - explained, 0))
 
 
 def block_rms(difference: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
