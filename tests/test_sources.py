@@ -487,3 +487,57 @@ def test_keep_colour_adds_the_picture_and_leaves_grey_frames_unchanged(backend):
             assert plain.colour is None and kept.colour.shape == (240, 320, 3)
             assert abs(float(cv2.cvtColor(kept.colour, cv2.COLOR_BGR2GRAY).mean())
                        - float(kept.image.mean())) < 3
+
+
+@pytest.mark.parametrize("kind", ["mp4", "avi"])
+@pytest.mark.parametrize("colour", [False, True])
+def test_pyav_scales_to_the_size_asked_as_the_preprocessing_would(videos, kind, colour):
+    """Asked for the working size, the PyAV source hands pictures scaled inside FFmpeg:
+    the same frames, within a grey level or two of OpenCV's area downscale of the full
+    picture (full range from limited-range H.264 and full-range MJPEG alike), marked
+    ``scaled`` so that nothing shows them; the kept colour picture stays full size."""
+    size = (48, 36)
+    with open_source(videos[kind], backend="pyav", colour=colour, keep_colour=True) as source:
+        scaled = list(source.frames(3, 20, size=size))
+        full = list(source.frames(3, 20))
+    assert [f.index for f in scaled] == [f.index for f in full] == list(range(3, 20))
+    for small, whole in zip(scaled, full):
+        assert small.scaled and not whole.scaled
+        assert small.picture_to_show() is small.colour
+        assert small.colour.shape == (HEIGHT, WIDTH, 3)
+        assert small.image.shape == ((36, 48, 3) if colour else (36, 48))
+        expected = cv2.resize(whole.image, size, interpolation=cv2.INTER_AREA).astype(int)
+        difference = np.abs(small.image.astype(int) - expected)
+        # Colour: FFmpeg scales the 4:2:0 chroma before converting it, so the red patch's
+        # edge differs more.
+        assert difference.mean() < (1.5 if colour else 1)
+        assert difference.max() <= (20 if colour else 4)
+        assert abs(float(small.image.mean()) - float(whole.image.mean())) < 1   # frames 6 apart
+
+
+def test_a_scaled_frame_makes_its_full_picture_when_it_is_shown(videos):
+    with open_source(videos["mp4"], backend="pyav") as source:
+        frames = list(source.frames(0, 8, size=(48, 36)))   # the decoder went on meanwhile
+        whole = list(source.frames(0, 8))
+    for frame, full in zip(frames, whole):
+        assert frame.scaled and frame.image.shape == (36, 48)
+        assert np.array_equal(frame.picture_to_show(), full.image)
+        assert full.picture_to_show() is full.image
+
+
+def test_a_run_decodes_at_the_working_size_and_its_thumbnail_at_the_sources(tmp_path):
+    """The pass asks its source for the working size; the event's thumbnail, whose frame
+    came scaled, is at the source's size."""
+    from conftest import SAMPLES
+    from videvent.passes import prepare
+    from videvent.pipeline import detect
+    from videvent.settings import Settings
+    settings = Settings(working_size=64)
+    with open_source(SAMPLES / "walker.mp4") as source:
+        run, _ = prepare(source, settings)
+        assert run.decode_size == (64, 48)
+    result = detect(SAMPLES / "walker.mp4", settings, out_dir=tmp_path / "out", plot=False)
+    assert result.events
+    thumbnails = sorted((tmp_path / "out" / "thumbnails").glob("*.jpg"))
+    assert len(thumbnails) == len(result.events)
+    assert all(cv2.imread(str(path)).shape[:2] == (240, 320) for path in thumbnails)

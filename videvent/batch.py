@@ -222,7 +222,7 @@ def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> 
     with open_for(spec, settings) as source:
         run = prepare_pass(source, settings)
         indices, times, vectors, missing = [], [], [], []
-        for decoded in working_frames(run, source.frames(start, end)):
+        for decoded in working_frames(run, source.frames(start, end, size=run.decode_size)):
             indices.append(decoded.frame.index)
             times.append(decoded.frame.time_s)
             missing.append(decoded.vector is None)

@@ -62,6 +62,8 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
     if not (settings.seed or settings.start_reference) or run.source.is_live:
         return 0
     window = run.detector.model.window
+    # The sample is decoded at the source's size (``decode_size`` is for the pass): a window
+    # of frames costs nothing to scale here.
     vectors = [decoded.vector for decoded in working_frames(run, run.source.sample(window))
                if decoded.vector is not None]
     used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
@@ -89,7 +91,7 @@ def read_ahead(run: Pass, size: int = READ_AHEAD) -> ReadAhead:
     paced = run.source.paced
 
     def produce(put) -> None:
-        frames = run.source.frames(run.start, run.end)
+        frames = run.source.frames(run.start, run.end, size=run.decode_size)
         try:
             for item in working_frames(run, frames):
                 handed = put(item) if isinstance(item, SourceNews) \

@@ -64,6 +64,14 @@ class Pass:
     detector: SubspaceWindowDetector
 
     @property
+    def decode_size(self) -> tuple[int, int] | None:
+        """The size to ask the source's pictures at (``FrameSource.frames``' ``size``): the
+        working size, unless regions are masked at the source's size before the downscale."""
+        if self.preprocess.regions:
+            return None
+        return self.preprocess.width, self.preprocess.height
+
+    @property
     def frame_shape(self) -> tuple[int, ...]:
         return self.detector.frame_shape
 

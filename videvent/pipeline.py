@@ -74,8 +74,9 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
 def _picture(source: FrameSource, index: int) -> np.ndarray:
     """The picture of one frame, decoded again (for a thumbnail of pre-decoded frames)."""
     for frame in source.frames(index, index + 1):
-        if frame.image is not None:
-            return frame.image
+        picture = frame.picture_to_show()
+        if picture is not None:
+            return picture
     raise ValueError(f"frame {index} of '{source.uri}' cannot be decoded again")
 
 

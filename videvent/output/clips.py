@@ -46,8 +46,8 @@ def write_clip_index(folder: Path, names: dict[int, str]) -> None:
 
 
 def bgr_picture(frame) -> np.ndarray | None:
-    """The frame's picture in BGR (its colour one if kept), or None if it has none."""
-    picture = frame.colour if frame.colour is not None else frame.image
+    """The frame's picture in BGR (its colour one if kept), or None if it has none to show."""
+    picture = frame.picture_to_show()
     if picture is None or picture.ndim == 3:
         return picture
     return cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)

@@ -445,7 +445,7 @@ class MqttSink(Sink):
                 self._peak = None                      # what rose above it came to nothing
             return
         # Frames above the threshold before the segmenter confirms an event are its start.
-        picture = frame.colour if getattr(frame, "colour", None) is not None else frame.image
+        picture = frame.picture_to_show()
         if picture is not None and (self._peak is None or score.score > self._peak[0]):
             # A reference: sources hand every frame over in an array of its own.
             self._peak = (score.score, picture)

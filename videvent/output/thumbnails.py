@@ -56,24 +56,25 @@ class ThumbnailSink(Sink):
         self.folder, self.box_level, self.redecode = Path(folder), box_level, redecode
         self.regions, self.overlay = regions, overlay
         self.folder.mkdir(exist_ok=True)
-        # Per open event: its best frame so far (score, picture, verdict). Only frames in an
+        # Per open event: its best frame so far (score, frame, verdict). Only frames in an
         # event's core can be its peak, so nothing else is kept: a watch with unusual moments
-        # that never become events keeps no pictures.
-        self.best: dict[int, tuple[float, np.ndarray | None, object]] = {}
+        # that never become events keeps no pictures. The frame's picture is made when the
+        # thumbnail is written: a frame scaled while decoding makes its full one then.
+        self.best: dict[int, tuple[float, object, object]] = {}
 
     def on_frame(self, frame, score, event_number) -> None:
         if event_number is None or score.residual_image is None:
             return
         best = self.best.get(event_number)
         if best is None or score.score > best[0]:
-            # A reference: sources hand every frame over in an array of its own.
-            self.best[event_number] = (score.score, frame.image, score)
+            self.best[event_number] = (score.score, frame, score)
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         found = self.best.pop(event.number, None)
         if found is None:
             return
-        _, image, score = found
+        _, frame, score = found
+        image = frame.picture_to_show()
         if image is None:
             if self.redecode is None:
                 return

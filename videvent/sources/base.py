@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import numpy as np
@@ -61,6 +61,22 @@ class Frame:
     # The BGR picture as well, when the source was opened with keep_colour=True (for drawing
     # on, while `image` stays exactly what a grey source would have given the detector).
     colour: np.ndarray | None = None
+    # True when `image` was scaled down to the size the caller asked of ``frames`` while
+    # decoding: the detector's picture, not one to show (``picture_to_show``).
+    scaled: bool = False
+    # For a scaled frame, what makes its picture at the source's size from the decoder's
+    # frame, which it holds: only the few frames that are shown pay for a full-size picture.
+    full_image: Callable[[], np.ndarray] | None = field(default=None, repr=False,
+                                                         compare=False)
+
+    def picture_to_show(self) -> np.ndarray | None:
+        """The picture to show: the kept colour one, else the frame's picture at the source's
+        size, else None (it must be decoded again to be shown)."""
+        if self.colour is not None:
+            return self.colour
+        if not self.scaled:
+            return self.image
+        return None if self.full_image is None else self.full_image()
 
 
 class SourceError(ValueError):
@@ -85,8 +101,13 @@ class FrameSource(ABC):
     paced: bool = False
 
     @abstractmethod
-    def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
+    def frames(self, start: int = 0, end: int | None = None, *,
+               size: tuple[int, int] | None = None) -> Iterator[Frame]:
         """Yield the frames with start <= index < end (end None: to the end of the source).
+
+        ``size`` (width, height): the size the caller scales every picture to; a source
+        that can scale while decoding, for less than it costs after, hands `image` at that
+        size (``Frame.scaled``). Others ignore it.
 
         Start a pass once the previous one is finished or dropped: OpenCV sources read all
         passes from one capture. A live source can only go on from where it is.

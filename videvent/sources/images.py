@@ -105,7 +105,8 @@ class ImageSequenceSource(FrameSource):
         else:
             raise SourceError(f"cannot read {uri!r}: none of its {len(paths)} images is readable")
 
-    def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
+    def frames(self, start: int = 0, end: int | None = None, *,
+               size: tuple[int, int] | None = None) -> Iterator[Frame]:
         self._check_pass(start, end)
         stop = len(self._paths) if end is None else min(end, len(self._paths))
         return (self._read(index) for index in range(start, stop))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..timecode import format_timecode
 from .base import Frame, FrameSource, SourceError
@@ -82,7 +82,9 @@ class LiveSource(FrameSource):
         """The first source's sample (a file watched is seeded as ``run`` seeds it)."""
         return self._source.sample(count)
 
-    def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame | SourceNews]:
+    def frames(self, start: int = 0, end: int | None = None, *,
+               size: tuple[int, int] | None = None) -> Iterator[Frame | SourceNews]:
+        # ``size`` is not passed on: a watched picture is shown (the dashboard, alerts).
         source, index, started = self._source, start, time.monotonic()
         backoff = Backoff()
         # The range (-st/-et/-dt) and --max-frames end the capture in frames of the session:
@@ -107,7 +109,7 @@ class LiveSource(FrameSource):
                         # Live sources restart their clocks on reconnection: number and time
                         # frames by the session instead.
                         if source.is_live:
-                            frame = Frame(index, now - started, frame.image, frame.colour)
+                            frame = replace(frame, index=index, time_s=now - started)
                         yield frame
                         index = frame.index + 1
                         if end is not None and index >= end:

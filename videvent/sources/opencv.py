@@ -65,7 +65,8 @@ class OpenCVSource(FrameSource):
         self._last_time = -math.inf
         self._use_msec = not fixed_rate
 
-    def frames(self, start: int = 0, end: int | None = None) -> Iterator[Frame]:
+    def frames(self, start: int = 0, end: int | None = None, *,
+               size: tuple[int, int] | None = None) -> Iterator[Frame]:
         self._check_pass(start, end)
         if self.is_live and start < self._position:
             raise ValueError(f"live source {self.name!r} is already at frame {self._position}")
