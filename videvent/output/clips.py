@@ -26,7 +26,7 @@ import av
 from .annotate import Annotator, Overlay
 from ..atomic import partial_path, write_atomically, write_text_atomically
 from .sink import Sink
-from .video import VideoWriter
+from .video import ANNOTATED_PRESET, VideoWriter
 
 CLIP_MODES = ("encode", "copy")
 # Sound codecs an MP4 holds as they are; any other is encoded as AAC.
@@ -283,7 +283,8 @@ class AnnotatedVideoSink(Sink):
                  fill_chart: bool = False):
         self.annotator, self.fill_chart = annotator, fill_chart
         self.regions_path = Path(regions_path)
-        self.video = VideoWriter(path, annotator.width, annotator.height, fps)
+        self.video = VideoWriter(path, annotator.width, annotator.height, fps,
+                                 preset=ANNOTATED_PRESET)
         self._regions_file = open(partial_path(self.regions_path), "w", newline="")
         self._regions = csv.writer(self._regions_file)
         self._regions.writerow(("frame", "event", "rank", "x", "y", "width", "height"))

@@ -15,8 +15,12 @@ import numpy as np
 
 from ..atomic import partial_path
 
-# Quick to encode, and playable while it downloads.
-X264_OPTIONS = {"preset": "veryfast", "movflags": "+faststart"}
+# Playable while it downloads.
+X264_OPTIONS = {"movflags": "+faststart"}
+# x264's presets: clips, short and shared, small for their quality; the annotated video of a
+# whole run, the fastest (at 720p a third of veryfast's CPU for 2-4 times the size: a minute of
+# annotated video costs less than half again its run's time, not four times).
+CLIP_PRESET, ANNOTATED_PRESET = "veryfast", "ultrafast"
 
 
 def frame_rate(fps: float) -> Fraction:
@@ -29,10 +33,10 @@ class VideoWriter:
 
     ``crf``: x264's quality; the default is for people to look at (visually clean at a fraction
     of the source's bit rate), lower keeps closer to the source (footage re-encoded for a
-    benchmark: 10)."""
+    benchmark: 10). ``preset``: x264's speed against size at that quality."""
 
     def __init__(self, path: str | os.PathLike, width: int, height: int, fps: float, *,
-                 crf: int = 23):
+                 crf: int = 23, preset: str = CLIP_PRESET):
         # yuv420p stores colour per 2x2 block, so H.264 players need even sizes: an odd
         # width or height gets one repeated column or row.
         self.size = (height, width)   # of the pictures it takes
@@ -42,7 +46,8 @@ class VideoWriter:
         self._temporary = partial_path(self.path)
         self._container = av.open(str(self._temporary), mode="w", format="mp4")
         self._stream = self._container.add_stream("libx264", rate=frame_rate(fps),
-                                                  options={**X264_OPTIONS, "crf": str(crf)})
+                                                  options={**X264_OPTIONS, "crf": str(crf),
+                                                           "preset": preset})
         self._stream.width, self._stream.height = width, height
         self._stream.pix_fmt = "yuv420p"
         # x264's frame threads, not the slice threads PyAV asks for: a file wants throughput,
