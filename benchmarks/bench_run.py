@@ -2,11 +2,12 @@
 
     python benchmarks/bench_run.py [--seconds 30] [--dvr-scan PATH] [--long-minutes 10]
 
-1. Speed on a 1280x720 H.264 clip: frames per second of `videvent run` against decoding alone
-   (videvent's own grey decoding, and PyAV's bare decode), against itself without the plot and
-   report (`--no-plot`) and against DVR-Scan (`dvr-scan -i CLIP -so`, installed in its own
-   environment: give its path with --dvr-scan). Each command runs twice, interleaved; the best
-   time counts. Then, in this process, the detector's pass alone (seeding included) over the
+1. Speed on a 1280x720 H.264 clip: frames per second and CPU seconds of `videvent run`
+   against decoding alone (`ffmpeg -i CLIP -f null -`, videvent's own grey decoding, and PyAV's
+   bare decode), against itself without the plot and report (`--no-plot`) and with
+   `--export-video`, and against DVR-Scan (`dvr-scan -i CLIP -so`, installed in its own
+   environment: give its path with --dvr-scan); all with every thread they take. Each command
+   runs twice, interleaved; the best time counts. Issue 30's goals are printed beside them. Then, in this process, the detector's pass alone (seeding included) over the
    clip's frames decoded and preprocessed beforehand: what a run costs beyond decoding.
 2. Cost per frame of the detector's rolling Gram update + eigen-decomposition against a fresh
    thin SVD of the window, on the same frames.
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -41,7 +43,7 @@ from videvent.detectors import SubspaceWindowDetector  # noqa: E402
 from videvent.detectors.subspace_window import frame_parameters  # noqa: E402
 from videvent.engine import Engine  # noqa: E402
 from videvent.passes import prepare  # noqa: E402
-from videvent.preprocess import Preprocessor  # noqa: E402
+from videvent.preprocess import Preprocessor, working_size  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 from videvent.sources import Frame, open_source  # noqa: E402
 
@@ -100,12 +102,32 @@ def loop_clip(source: Path, path: Path, times: int) -> None:
 
 def timed(command: list[str]) -> tuple[float, bytes]:
     """Wall seconds and standard output of a child process."""
+    elapsed, _, output = timed_cpu(command)
+    return elapsed, output
+
+
+def timed_cpu(command: list[str]) -> tuple[float, float, bytes]:
+    """Wall seconds, CPU seconds (user + system, its threads included) and standard output of
+    a child process."""
     start = time.perf_counter()
-    process = subprocess.run(command, capture_output=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    output, errors = process.communicate()
     elapsed = time.perf_counter() - start
+    # communicate() reaped it: its CPU is in this process's children's usage, by difference.
     if process.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(command)}\n{process.stderr.decode()[-2000:]}")
-    return elapsed, process.stdout
+        raise SystemExit(f"failed: {' '.join(command)}\n{errors.decode()[-2000:]}")
+    return elapsed, _children_cpu(), output
+
+
+_children_seen = [0.0]
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the children reaped since the last call."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    spent, _children_seen[0] = total - _children_seen[0], total
+    return spent
 
 
 # A child's peak RSS counts the memory of the process it was started from (the kernel carries
@@ -123,9 +145,9 @@ def timed_peak(command: list[str]) -> tuple[float, int]:
 
 
 def decode_only(clip: Path) -> None:
-    """videvent's grey decoding (same source and settings as a run), nothing else."""
+    """videvent's grey decoding as a run asks for it (the working picture), nothing else."""
     with open_source(clip) as source:
-        for _ in source.frames():
+        for _ in source.frames(size=working_size(source.width, source.height)):
             pass
 
 
@@ -143,22 +165,30 @@ def in_process(function_name: str, clip: Path) -> list[str]:
             f"import bench_run; bench_run.{function_name}(__import__('pathlib').Path({str(clip)!r}))"]
 
 
-def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, float]:
+def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, tuple[float, float]]:
+    """Per command: the best of two rounds (interleaved) of wall seconds and CPU seconds."""
     commands = {
+        "ffmpeg -f null (decode alone)": ["ffmpeg", "-v", "error", "-i", str(clip), "-f",
+                                           "null", "-"],
         "decode (PyAV, bare)": in_process("bare_decode", clip),
-        "decode (videvent source, grey)": in_process("decode_only", clip),
+        "decode (videvent, working picture)": in_process("decode_only", clip),
         "videvent run": [sys.executable, "-m", "videvent", "run", str(clip), "-q",
                          "-d", str(clip.with_suffix(".videvent"))],
         "videvent run --no-plot": [sys.executable, "-m", "videvent", "run", str(clip), "-q",
                                    "--no-plot", "-d", str(clip.with_suffix(".videvent"))],
+        "videvent run --export-video": [sys.executable, "-m", "videvent", "run", str(clip),
+                                        "-q", "--export-video",
+                                        "-d", str(clip.with_suffix(".videvent"))],
     }
     if dvr_scan:
         commands["DVR-Scan -so"] = [dvr_scan, "-i", str(clip), "-so", "-q"]
-    best = {name: float("inf") for name in commands}
+    best = {name: (float("inf"), float("inf")) for name in commands}
+    _children_cpu()
     for _ in range(2):
         for name, command in commands.items():
-            best[name] = min(best[name], timed(command)[0])
-    return {name: frames / seconds for name, seconds in best.items()}
+            wall, cpu, _ = timed_cpu(command)
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
 
 
 def scoring_alone(clip: Path) -> float:
@@ -287,12 +317,19 @@ def main() -> None:
     loop_clip(clip, one_minute, max(1, 60 // args.seconds))
     with open_source(one_minute) as source:
         minute_frames = source.frame_count
-    fps = speed(one_minute, minute_frames, args.dvr_scan)
-    run_fps = fps["videvent run"]
-    print(f"\n1. frames per second on {one_minute.name}, whole processes (best of 2, interleaved)")
-    fps["scoring alone (decoded beforehand)"] = scoring_alone(one_minute)
-    for name, value in fps.items():
-        print(f"   {name:34s} {value:8.1f} fps   videvent run / this = {run_fps / value:5.2f}x")
+    costs = speed(one_minute, minute_frames, args.dvr_scan)
+    run_wall, run_cpu = costs["videvent run"]
+    print(f"\n1. {one_minute.name}, {minute_frames} frames, whole processes (best of 2, "
+          "interleaved); speed and CPU against videvent run's")
+    for name, (wall, cpu) in costs.items():
+        print(f"   {name:34s} {minute_frames / wall:8.1f} fps {cpu:7.2f} CPU-s   "
+              f"run's speed / this = {wall / run_wall:5.2f}x   this CPU / run's = "
+              f"{cpu / run_cpu:5.2f}x")
+    ffmpeg_wall, ffmpeg_cpu = costs["ffmpeg -f null (decode alone)"]
+    print(f"   issue 30: run's speed {ffmpeg_wall / run_wall:.2f}x ffmpeg's (goal >= 0.8), "
+          f"CPU {run_cpu / ffmpeg_cpu:.2f}x ffmpeg's (goal <= 1.5), --export-video "
+          f"{costs['videvent run --export-video'][0] / run_wall:.2f}x run's time (goal <= 3.5)")
+    print(f"   scoring alone (decoded beforehand) {scoring_alone(one_minute):8.1f} fps")
 
     rolling, fresh = update_against_svd(clip)
     print("\n2. per frame, window of 100 frames of 160x90, one BLAS thread")
