@@ -84,7 +84,6 @@ class LiveSource(FrameSource):
 
     def frames(self, start: int = 0, end: int | None = None, *,
                size: tuple[int, int] | None = None) -> Iterator[Frame | SourceNews]:
-        # ``size`` is not passed on: a watched picture is shown (the dashboard, alerts).
         source, index, started = self._source, start, time.monotonic()
         backoff = Backoff()
         # The range (-st/-et/-dt) and --max-frames end the capture in frames of the session:
@@ -96,8 +95,8 @@ class LiveSource(FrameSource):
             while not self.stop.is_set():
                 first_time = first_wall = None
                 try:
-                    for frame in source.frames(start, end) if index == start \
-                            else source.frames():
+                    for frame in source.frames(start, end, size=size) if index == start \
+                            else source.frames(size=size):
                         now = time.monotonic()
                         if self.realtime and not source.is_live:
                             if first_time is None:
