@@ -62,8 +62,9 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
     if not (settings.seed or settings.start_reference) or run.source.is_live:
         return 0
     window = run.detector.model.window
-    # The sample is decoded at the source's size (``decode_size`` is for the pass): a window
-    # of frames costs nothing to scale here.
+    # The sample is decoded at the source's size and scaled by the preprocessing, as it was
+    # before the pass's frames came scaled from the decoder (``decode_size``): a window of
+    # frames, whose scaling costs nothing, and a seed that stays what it was.
     vectors = [decoded.vector for decoded in working_frames(run, run.source.sample(window))
                if decoded.vector is not None]
     used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)

@@ -3,8 +3,8 @@
 Decoding is frame-threaded; grey frames come straight from the luma plane, or scaled to the
 size the caller works at inside FFmpeg (area averaging, as the preprocessing does); frame
 times come from the container's timestamps, and seeking goes to the keyframe before the wanted
-frame. Frames
-lost to damaged data come out as `image=None` in their place instead of as errors.
+frame. Frames lost to damaged data come out as `image=None` in their place instead of as
+errors.
 """
 
 from __future__ import annotations
