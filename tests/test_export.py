@@ -120,6 +120,7 @@ def test_export_checks_every_frame_it_scores_again_against_the_runs_scores(tmp_p
     result = run_cli("export", out, "--export-clips")
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert "source has changed since the run: frame 40 scores" in result.stderr
+    assert "or videvent has changed since" in result.stderr    # a run by another version
     assert sorted(path.name for path in out.iterdir()) == before
 
 

@@ -106,6 +106,11 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     return [path for sink in sinks for path in sink.written]
 
 
+# A verdict that differs has a second cause: another videvent made the run (its decoding or
+# its detector changed since); the run's own version is what scores its frames the same.
+OR_VIDEVENT = " (or videvent has changed since: run again, or export with the version that ran)"
+
+
 class _Recorded:
     """The run's verdicts, from its ``scores.csv`` (and the fingerprint of its first frames),
     against which each frame scored again is checked as it comes: the same detector on the
@@ -126,14 +131,14 @@ class _Recorded:
             if len(self.first_vectors) == len(recorded) and not _same_fingerprint(
                     fingerprint(self.first_vectors, self.frame_shape), recorded):
                 raise ValueError("the source has changed since the run: its first "
-                                 "frames are not those the run scanned")
+                                 "frames are not those the run scanned" + OR_VIDEVENT)
         # As scores.csv writes them (six significant digits); frames past the run's last are
         # counted, and said at the end.
         if seen < len(self.frames) and (verdict.index != self.frames[seen]
                                         or float(f"{verdict.score:.6g}") != self.scores[seen]):
             raise ValueError(f"the source has changed since the run: frame {verdict.index} "
                              f"scores {verdict.score:.6g} now, the run's frame "
-                             f"{self.frames[seen]} scored {self.scores[seen]:.6g}")
+                             f"{self.frames[seen]} scored {self.scores[seen]:.6g}" + OR_VIDEVENT)
         if self.progress is not None:
             self.progress(1)
 
