@@ -352,6 +352,35 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
 
 
+def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
+    """A camera that takes the connection and never answers: Ctrl-C while the watch is inside
+    its open (FFmpeg's, which cannot be interrupted) ends the watch as it ends a run, exit 130
+    in one line with nothing written, without waiting for the open or tearing the process
+    down under it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(60)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "videvent", "watch",
+             f"http://127.0.0.1:{listener.getsockname()[1]}/camera", "--max-reconnects", "0",
+             "-d", str(tmp_path / "live")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        connection, _ = listener.accept()          # the watch is inside its open now
+        try:
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            connection.close()
+        assert process.returncode == 130, stderr
+        assert stderr.splitlines() == ["videvent: stopped by SIGINT; nothing half-written "
+                                       "was left"], stderr
+        assert not (tmp_path / "live").exists()
+    finally:
+        listener.close()
+
+
 def test_ctrl_c_while_a_single_camera_is_waited_for_ends_the_watch_cleanly(tmp_path):
     """A camera that is down, waited for: Ctrl-C ends the watch at once (issue 29)."""
     closed = socket.socket()

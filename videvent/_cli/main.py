@@ -18,6 +18,7 @@ from pathlib import Path
 from .._version import __version__
 from ..export import CLIP_MODES, CLIP_TEMPLATE, export
 from ..output import read_events
+from ..sources import OPENING_THREAD
 from ..output.events_json import add_to_events
 from ..output.folder import amending, public_name
 from ..output.names import OutputNameError, check_outputs
@@ -719,6 +720,18 @@ def _stop(signal_number: int, _frame) -> None:
     raise Stopped(signal_number)
 
 
+def _exit(code: int) -> None:
+    """Exit with ``code``; at once if a source is still being opened (stopped during its
+    open: FFmpeg's open cannot be interrupted, and the interpreter's exit under its thread can
+    abort or hang the process). Everything is written and closed by the time this is called."""
+    if any(thread.name == OPENING_THREAD and thread.is_alive()
+           for thread in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def _silence_native_logs() -> None:
     """Keep OpenCV's and its FFmpeg's own log lines (``moov atom not found``, ``[tcp @ 0x..]
     Connection refused``, camera probes) off stderr: they would break the one-line promise,
@@ -759,7 +772,7 @@ def main() -> None:
     except Stopped as stop:
         name = signal.Signals(stop.signal_number).name
         click.echo(f"videvent: stopped by {name}; nothing half-written was left", err=True)
-        sys.exit(128 + stop.signal_number)
+        _exit(128 + stop.signal_number)
     except OSError as error:  # disk full, read-only, a folder gone: ordinary, and named
         where = f"'{public_name(os.fsdecode(error.filename))}': " if error.filename else ""
         click.echo(f"videvent: error: {where}{error.strerror or error}", err=True)

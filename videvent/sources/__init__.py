@@ -31,6 +31,8 @@ from .pyav import PyAVSource
 
 __all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "is_live_spec", "open_source"]
 
+# The thread a source is opened on (``open_source``), which the command line looks for at exit.
+OPENING_THREAD = "videvent-open"
 URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
 _GLOB_CHARS = re.compile(r"[*?[]")
 
@@ -61,7 +63,7 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
         except BaseException as error:   # handed to the caller as it was raised
             outcome["error"] = error
 
-    thread = threading.Thread(target=opening, name="videvent-open", daemon=True)
+    thread = threading.Thread(target=opening, name=OPENING_THREAD, daemon=True)
     thread.start()
     while thread.is_alive():
         thread.join(0.1)                 # the main thread stays in Python: signals reach it
