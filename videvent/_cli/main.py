@@ -521,7 +521,7 @@ def _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce, **opt
     while waiting (Ctrl-C or SIGTERM between two attempts)."""
     from ..cameras import CameraNotOpened, open_monitor
 
-    stopping = threading.Event()
+    stopping = _signalled          # a signal between two attempts sets it too (``pause``)
 
     def pause(backoff, stop) -> None:
         # Ctrl-C or SIGTERM while waiting for the camera ends the watch cleanly.
@@ -710,6 +710,9 @@ class Stopped(BaseException):
 # lost (raised where native code swallows exceptions) and it stops the process again.
 CLEAN_UP_S = 5.0
 _first_signal_at: list[float] = []
+# Set by the first signal as well as raised, so that a loop that checks it (the wait for a
+# camera down at the start) ends even where the exception was swallowed.
+_signalled = threading.Event()
 
 
 def _stop(signal_number: int, _frame) -> None:
@@ -717,6 +720,7 @@ def _stop(signal_number: int, _frame) -> None:
     if _first_signal_at and now - _first_signal_at[0] < CLEAN_UP_S:
         return                     # the clean-up of the first is under way: not cut short
     _first_signal_at[:] = [now]
+    _signalled.set()
     raise Stopped(signal_number)
 
 
