@@ -352,6 +352,14 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
 
 
+def watch_camera_at(port: int, max_reconnects: int, folder) -> subprocess.Popen:
+    """``videvent watch`` of an HTTP camera on a 127.0.0.1 port, its stderr piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "videvent", "watch", f"http://127.0.0.1:{port}/camera",
+         "--max-reconnects", str(max_reconnects), "-d", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
 def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
     """A camera that takes the connection and never answers: Ctrl-C while the watch is inside
     its open (FFmpeg's, which cannot be interrupted) ends the watch as it ends a run, exit 130
@@ -362,11 +370,7 @@ def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
     listener.listen(1)
     listener.settimeout(60)
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "videvent", "watch",
-             f"http://127.0.0.1:{listener.getsockname()[1]}/camera", "--max-reconnects", "0",
-             "-d", str(tmp_path / "live")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        process = watch_camera_at(listener.getsockname()[1], 0, tmp_path / "live")
         connection, _ = listener.accept()          # the watch is inside its open now
         try:
             process.send_signal(signal.SIGINT)
@@ -386,11 +390,7 @@ def test_ctrl_c_while_a_single_camera_is_waited_for_ends_the_watch_cleanly(tmp_p
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))                  # bound, never listening: refused at once
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "videvent", "watch",
-             f"http://127.0.0.1:{closed.getsockname()[1]}/camera", "--max-reconnects", "100",
-             "-d", str(tmp_path / "live")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        process = watch_camera_at(closed.getsockname()[1], 100, tmp_path / "live")
         first = process.stderr.readline()
         assert "trying again" in first, first
         process.send_signal(signal.SIGINT)
