@@ -393,9 +393,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         # closed by now, so the process ends at once instead.
         if problem is not None:
             problem.show()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(problem.exit_code if problem is not None else 0)
+        _end_at_once(problem.exit_code if problem is not None else 0)
     if problem is not None:
         raise problem
 
@@ -730,10 +728,15 @@ def _exit(code: int) -> None:
     abort or hang the process). Everything is written and closed by the time this is called."""
     if any(thread.name == OPENING_THREAD and thread.is_alive()
            for thread in threading.enumerate()):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        _end_at_once(code)
     sys.exit(code)
+
+
+def _end_at_once(code: int) -> None:
+    """End the process now, past the interpreter's exit, once stdout and stderr are out."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _silence_native_logs() -> None:
