@@ -3,6 +3,7 @@
 import http.server
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -381,6 +382,41 @@ def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
         assert stderr.splitlines() == ["videvent: stopped by SIGINT; nothing half-written "
                                        "was left"], stderr
         assert not (tmp_path / "live").exists()
+    finally:
+        listener.close()
+
+
+def test_ctrl_c_or_sigterm_at_any_moment_of_a_watch_ends_it_in_one_line(tmp_path):
+    """Fifty watches of a camera that takes the connection and never answers, each sent SIGINT
+    or SIGTERM at a moment drawn from its first 1.5 s: from before the command line is loaded
+    (a traceback or a silent death, before the entry point handled signals) through start-up
+    to inside the camera's open. Each ends within seconds in its one line, with the exit code
+    that line promises, and writes nothing."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)                   # the kernel takes connections; nobody answers
+    moments = random.Random(29)
+    try:
+        for pair in range(25):
+            started = []
+            for one in range(2):           # two at a time: half the suite's time
+                stop = (signal.SIGINT, signal.SIGTERM)[one]
+                folder = tmp_path / f"live_{pair}_{one}"
+                started.append((moments.uniform(0.0, 1.5), time.monotonic(), stop, folder,
+                                watch_camera_at(listener.getsockname()[1], 100, folder)))
+            for moment, start, stop, _, process in sorted(started, key=lambda s: s[0] + s[1]):
+                time.sleep(max(0.0, start + moment - time.monotonic()))
+                process.send_signal(stop)
+            for moment, _, stop, folder, process in started:
+                _, stderr = process.communicate(timeout=60)
+                lines = stderr.splitlines()
+                said = (process.returncode, lines[-1] if lines else "")
+                assert said in (
+                    (128 + stop, f"videvent: stopped by {stop.name}; nothing half-written was "
+                                 "left"),
+                    (0, "camera camera: stopped before it could be opened")), (moment, stderr)
+                assert "Traceback" not in stderr and len(lines) <= 2, (moment, stderr)
+                assert not folder.exists()
     finally:
         listener.close()
 

@@ -1,5 +1,5 @@
 """``python -m videvent``: the same as the ``videvent`` command."""
 
-from videvent._cli.main import main
+from videvent._cli.entry import main
 
 main()
