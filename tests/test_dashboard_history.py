@@ -117,11 +117,13 @@ def test_without_a_folder_the_history_comes_from_the_earlier_dated_folders(tmp_p
     """No -d: each watch writes a dated folder of its own in the current folder; a restarted
     watch's dashboard lists the events of the earlier ones (and not another camera's)."""
     stream = server()
-    for name in ("door", "yard"):
-        done = subprocess.run([sys.executable, "-m", "videvent", "watch", stream.url, "--name",
-                               name, "-dt", "10s", "-q", "--no-clips"],
-                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
+    earlier_watches = [subprocess.Popen(     # side by side: each gets a stream of its own
+        [sys.executable, "-m", "videvent", "watch", stream.url, "--name", name, "-dt", "10s",
+         "-q", "--no-clips"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path) for name in ("door", "yard")]
+    for done in earlier_watches:
+        _, stderr = done.communicate(timeout=120)
+        assert done.returncode == 0, stderr
     [earlier] = [folder for folder in tmp_path.iterdir() if folder.name.startswith(
         "videvent-watch-door-")]
     ended = [json.loads(line) for line in (earlier / "events.jsonl").read_text().splitlines()]
