@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -353,11 +354,19 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
 
 
-def watch_camera_at(port: int, max_reconnects: int, folder) -> subprocess.Popen:
-    """``videvent watch`` of an HTTP camera on a 127.0.0.1 port, its stderr piped."""
+# The installed command: pip puts it beside this Python.
+INSTALLED_COMMAND = Path(sys.executable).with_name("videvent")
+
+
+def watch_camera_at(port: int, max_reconnects: int, folder,
+                    installed_command: bool = False) -> subprocess.Popen:
+    """``videvent watch`` of an HTTP camera on a 127.0.0.1 port, its stderr piped;
+    ``installed_command``: started as the installed ``videvent`` command, not ``python -m``."""
+    command = ([str(INSTALLED_COMMAND)] if installed_command
+               else [sys.executable, "-m", "videvent"])
     return subprocess.Popen(
-        [sys.executable, "-m", "videvent", "watch", f"http://127.0.0.1:{port}/camera",
-         "--max-reconnects", str(max_reconnects), "-d", str(folder)],
+        command + ["watch", f"http://127.0.0.1:{port}/camera",
+                   "--max-reconnects", str(max_reconnects), "-d", str(folder)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
@@ -388,7 +397,8 @@ def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
 
 def test_ctrl_c_or_sigterm_at_any_moment_of_a_watch_ends_it_in_one_line(tmp_path):
     """Fifty watches of a camera that takes the connection and never answers, each sent SIGINT
-    or SIGTERM at a moment drawn from 0.25 to 1.5 s after its start: from while the command
+    or SIGTERM at a moment drawn from 0.25 to 1.5 s after its start (some as ``python -m
+    videvent``, some as the installed ``videvent`` command): from while the command
     line is loaded (a traceback or a silent death, before the entry point handled signals)
     through start-up to inside the camera's open. Each ends within seconds in its one line,
     with the exit code that line promises, and writes nothing. (Before 0.25 s the interpreter
@@ -404,7 +414,8 @@ def test_ctrl_c_or_sigterm_at_any_moment_of_a_watch_ends_it_in_one_line(tmp_path
                 stop = (signal.SIGINT, signal.SIGTERM)[one % 2]
                 folder = tmp_path / f"live_{batch}_{one}"
                 started.append((moments.uniform(0.25, 1.5), time.monotonic(), stop, folder,
-                                watch_camera_at(listener.getsockname()[1], 100, folder)))
+                                watch_camera_at(listener.getsockname()[1], 100, folder,
+                                                installed_command=one >= 3)))
             for moment, start, stop, _, process in sorted(started, key=lambda s: s[0] + s[1]):
                 time.sleep(max(0.0, start + moment - time.monotonic()))
                 process.send_signal(stop)
