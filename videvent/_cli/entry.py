@@ -11,9 +11,14 @@ import signal
 import sys
 
 
+def stopped_line(signal_number: int) -> str:
+    """What a command stopped by a signal says, early or late."""
+    return (f"videvent: stopped by {signal.Signals(signal_number).name}; nothing half-written "
+            "was left")
+
+
 def _stopped_early(signal_number: int, _frame) -> None:
-    name = signal.Signals(signal_number).name
-    sys.stderr.write(f"videvent: stopped by {name}; nothing half-written was left\n")
+    sys.stderr.write(stopped_line(signal_number) + "\n")
     sys.stderr.flush()
     os._exit(128 + signal_number)     # during an import: no clean-up of it to wait for
 

@@ -29,6 +29,7 @@ from ..settings import METHODS, NEVER, SettingError, Settings
 from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
+from .entry import stopped_line
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
                       watch_setting_options)
 
@@ -777,8 +778,7 @@ def main() -> None:
         click.echo("videvent: stopped", err=True)
         sys.exit(1)
     except Stopped as stop:
-        name = signal.Signals(stop.signal_number).name
-        click.echo(f"videvent: stopped by {name}; nothing half-written was left", err=True)
+        click.echo(stopped_line(stop.signal_number), err=True)
         _exit(128 + stop.signal_number)
     except OSError as error:  # disk full, read-only, a folder gone: ordinary, and named
         where = f"'{public_name(os.fsdecode(error.filename))}': " if error.filename else ""
