@@ -39,10 +39,16 @@ def test_a_file_watched_gives_what_run_gives(tmp_path):
 
 def test_max_frames_and_duration_stop_the_session(tmp_path):
     path, _ = sample("walker")
-    assert run_cli("watch", path, "-d", tmp_path / "a", "-q", "--max-frames", "40").returncode == 0
+    assert run_cli("watch", path, "-d", tmp_path / "a", "-q", "--max-frames", "40",
+                   "--no-plot").returncode == 0
     assert len(read_scores(tmp_path / "a" / "scores.csv")["frame"]) == 40
+    # --no-plot: the folder is complete, without the plot and report.
+    assert (tmp_path / "a" / ".videvent-complete").is_file()
+    assert not (tmp_path / "a" / "report.html").exists()
+    assert not (tmp_path / "a" / "residuals.png").exists()
     assert run_cli("watch", path, "-d", tmp_path / "b", "-q", "-dt", "2s").returncode == 0
     assert len(read_scores(tmp_path / "b" / "scores.csv")["frame"]) == 30
+    assert (tmp_path / "b" / "residuals.png").is_file()
 
 
 def test_an_unopenable_source_is_one_line_exit_1(tmp_path):
@@ -97,7 +103,7 @@ def test_events_jsonl_is_the_watch_folders_history_and_a_run_replaces_it(tmp_pat
 
     sessions = []
     for _ in range(2):
-        result = run_cli("watch", path, "-d", out, "-q", "--no-clips")
+        result = run_cli("watch", path, "-d", out, "-q", "--no-clips", "--no-plot")
         assert result.returncode == 0, result.stderr
         document = summary()
         assert document["events"], "the walker's visit is an event"
@@ -112,10 +118,10 @@ def test_events_jsonl_is_the_watch_folders_history_and_a_run_replaces_it(tmp_pat
         assert [[line[k] for k in key] for line in lines if line["session_started"] == started] \
             == [[event[k] for k in key] for event in events]
 
-    result = run_cli("run", path, "-d", out, "-q", "--start-time", "250")
+    result = run_cli("run", path, "-d", out, "-q", "--start-time", "250", "--no-plot")
     assert result.returncode == 0, result.stderr
     assert not (out / "events.jsonl").exists()       # the watches' history: replaced
     assert summary()["events"] == [] and "session_started" not in summary()
     # A watch after the run starts the history afresh.
-    assert run_cli("watch", path, "-d", out, "-q", "--no-clips").returncode == 0
+    assert run_cli("watch", path, "-d", out, "-q", "--no-clips", "--no-plot").returncode == 0
     assert {line["session_started"] for line in logged()} == {summary()["session_started"]}

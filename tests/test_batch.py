@@ -159,10 +159,10 @@ def test_chunked_scan_equals_a_sequential_run(long_clip, tmp_path):
     ranges = chunk_ranges(Video(str(long_clip), "long"), Settings(), chunk_minutes * 60)
     assert len(ranges) >= 4 and ranges[0][0] == 0 and ranges[-1][1] is None
     sequential = tmp_path / "sequential"
-    assert run_cli("run", long_clip, "-d", sequential, "-q").returncode == 0
+    assert run_cli("run", long_clip, "-d", sequential, "-q", "--no-plot").returncode == 0
     out = tmp_path / "chunked"
     result = run_cli("batch", long_clip, "--out", out, "--workers", "2",
-                     "--chunk-minutes", chunk_minutes)
+                     "--chunk-minutes", chunk_minutes, "--no-plot")
     assert result.returncode == 0, result.stderr
     assert f"(decoded in {len(ranges)} chunks)" in result.stderr  # not a sequential fallback
     chunked = out / "long.videvent"
@@ -185,7 +185,7 @@ def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
         shutil.copy(sample(name)[0], clips / f"{name}.mp4")
     out = tmp_path / "out"
     command = [sys.executable, "-m", "videvent", "batch", str(clips), "--out", str(out),
-               "--workers", "1", "-q"]
+               "--workers", "1", "--no-plot", "-q"]
     # Its own session, so the batch and the cluster it started are killed together.
     batch = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -278,10 +278,10 @@ def test_regions_reach_the_workers(tmp_path):
     shutil.copy(sample("walker")[0], clips / "walker.mp4")
     (tmp_path / "bottom.txt").write_text("# the lawn\n0 120 319 120 319 239 0 239\n")
     result = run_cli("run", clips / "walker.mp4", "-d", tmp_path / "run", "-q",
-                     "--mask", "bottom.txt", cwd=tmp_path)
+                     "--mask", "bottom.txt", "--no-plot", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     result = run_cli("batch", "clips", "--out", "out", "--workers", "1", "--mask", "bottom.txt",
-                     cwd=tmp_path)
+                     "--no-plot", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     folder = tmp_path / "out" / "clips" / "walker.videvent"
     assert events_of(folder)[0] == []
@@ -291,6 +291,7 @@ def test_regions_reach_the_workers(tmp_path):
     assert settings["ignore_region"] == ["0 120 319 120 319 239 0 239"], settings
     assert settings["mask"] == [], settings
     # Without the mask the same batch finds the walker (the mask, not the batch, hid it).
-    result = run_cli("batch", "clips", "--out", "plain", "--workers", "1", cwd=tmp_path)
+    result = run_cli("batch", "clips", "--out", "plain", "--workers", "1", "--no-plot",
+                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(events_of(tmp_path / "plain" / "clips" / "walker.videvent")[0]) == 1

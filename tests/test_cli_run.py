@@ -18,8 +18,10 @@ SCORE_HEADER = "frame,time_s,timecode,residual,score,flagged,event,status,admitt
 
 
 def run_and_read(tmp_path, source, *options):
+    """Run, and read what was found; without the plot and report, which these tests do not
+    read (their own tests draw them): half the CPU of a run of a short clip."""
     out = tmp_path / "result"
-    result = run_cli("run", source, "-d", out, *options)
+    result = run_cli("run", source, "-d", out, "--no-plot", *options)
     assert result.returncode == 0, result.stderr
     return result, read_scores(out / "scores.csv"), json.loads((out / "events.json").read_text())
 
@@ -157,7 +159,8 @@ def test_someone_in_view_from_the_first_frame_is_found_from_it(tmp_path):
     # The compared method starts as the run's does: judged from the first frame too.
     assert events["compare_events"]["pca"][0][0] == 0
     out = tmp_path / "streamed"
-    assert run_cli("run", folder, "--fps", fps, "-d", out, "--no-start-reference").returncode == 0
+    assert run_cli("run", folder, "--fps", fps, "-d", out, "--no-start-reference",
+                   "--no-plot").returncode == 0
     streamed = read_scores(out / "scores.csv")
     assert not streamed["flagged"][:5].any() and streamed["flagged"][crossing // 2]
 
@@ -237,7 +240,7 @@ def test_a_rate_assumed_for_images_is_said_so(tmp_path):
     rng = np.random.default_rng(0)
     for i in range(40):
         cv2.imwrite(str(folder / f"shot{i}.png"), rng.integers(90, 110, (48, 64), np.uint8))
-    result, _, events = run_and_read(tmp_path, folder, "--no-plot")
+    result, _, events = run_and_read(tmp_path, folder)
     assert "25 fps (assumed: it gives no rate; --fps sets it)" in result.stderr
     assert events["source"]["fps"] == 25 and events["source"]["fps_assumed"] is True
 
@@ -285,7 +288,7 @@ def test_default_output_folder_is_named_after_the_input(tmp_path):
     path, _ = sample("walker")
     clip = tmp_path / "my clip.mp4"
     clip.write_bytes(path.read_bytes())
-    result = run_cli("run", clip, "-q")
+    result = run_cli("run", clip, "-q", "--no-plot")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "my clip.videvent" / "events.json").is_file()
 
@@ -399,12 +402,12 @@ def test_the_users_own_config_file_is_read_without_c_and_c_replaces_it(tmp_path)
                               capture_output=True, text=True, timeout=600, env=environment)
 
     assert "config.toml" in videvent("run", "--help").stdout
-    assert videvent("run", path, "-d", tmp_path / "own").returncode == 0
+    assert videvent("run", path, "-d", tmp_path / "own", "--no-plot").returncode == 0
     document = json.loads((tmp_path / "own" / "events.json").read_text())
     assert document["settings"]["threshold"] == 40.0 and document["events"] == []
     other = tmp_path / "other.toml"
     other.write_text("threshold = 9.0\n")
-    result = videvent("run", path, "-d", tmp_path / "other", "-c", other)
+    result = videvent("run", path, "-d", tmp_path / "other", "-c", other, "--no-plot")
     assert result.returncode == 0 and result.stdout != ""            # not quiet: not read
     assert json.loads((tmp_path / "other" / "events.json").read_text())["settings"][
         "threshold"] == 9.0
@@ -421,7 +424,8 @@ def test_a_threshold_on_dvr_scans_scale_gets_a_hint(tmp_path):
                      "-d", tmp_path / "out", "-q", "--no-plot")
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("DVR-Scan's threshold is on another scale") == 1
-    quiet = run_cli("run", sample("walker")[0], "-t", "6", "-d", tmp_path / "six", "-q")
+    quiet = run_cli("run", sample("walker")[0], "-t", "6", "-d", tmp_path / "six", "-q",
+                    "--no-plot")
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
@@ -526,7 +530,7 @@ def test_a_file_mostly_dark_is_judged_against_darkness_from_its_first_frame(tmp_
 @pytest.mark.parametrize("count", [1, 10])
 def test_a_video_too_short_to_score_says_so_instead_of_0_events(tmp_path, count):
     clip = _write(tmp_path / "short.mp4", _walker_frames(count))
-    result = run_cli("run", clip, "-d", tmp_path / "out")
+    result = run_cli("run", clip, "-d", tmp_path / "out", "--no-plot")
     assert result.returncode == 0, result.stderr
     found = json.loads((tmp_path / "out" / "events.json").read_text())["events"]
     if found:     # the start's reference judged the frames: what it found is said (below)
@@ -546,7 +550,7 @@ def test_a_short_video_judged_against_itself_says_what_it_found_not_that_nothing
     clip = tmp_path / "ten.mp4"
     subprocess.run(["ffmpeg", "-loglevel", "error", "-ss", "11", "-i", str(sample("walker")[0]),
                     "-frames:v", "10", str(clip)], check=True)
-    result = run_cli("run", clip, "-d", tmp_path / "out")
+    result = run_cli("run", clip, "-d", tmp_path / "out", "--no-plot")
     document = json.loads((tmp_path / "out" / "events.json").read_text())
     assert result.returncode == 0 and document["events"], result.stdout
     assert "none could be scored" not in result.stdout
@@ -557,15 +561,17 @@ def test_a_short_video_judged_against_itself_says_what_it_found_not_that_nothing
 def test_the_frames_not_scored_are_named_and_the_header_counts_the_range(tmp_path):
     # Started inside the walker's crossing: the detector's warm-up (three seconds, 45 frames at
     # 15 fps) covers its first part.
-    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180")
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180",
+                     "--no-plot")
     assert result.returncode == 0, result.stderr
     assert "120 frames scanned (75 scored)" in result.stdout, result.stdout
     assert ("Warm-up (learning the background): frames 180-224 (00:00:12.000-00:00:14.933); "
             "also scored against frames from the whole file" in result.stdout), result.stdout
     result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-st", "180",
-                     "--no-start-reference")
+                     "--no-start-reference", "--no-plot")
     assert "frames 180-224 (00:00:12.000-00:00:14.933); scores there are damped" in result.stdout
-    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40")
+    result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "-et", "40",
+                     "--no-plot")
     assert "15 fps, 40 frames of 300" in result.stderr, result.stderr
 
 
@@ -585,13 +591,13 @@ def test_a_truncated_file_says_it_ends_early(tmp_path):
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(whole.read_bytes()[:whole.stat().st_size // 2])
     for quiet in ([], ["-q"]):
-        result = run_cli("run", cut, "-d", tmp_path / "out", *quiet)
+        result = run_cli("run", cut, "-d", tmp_path / "out", "--no-plot", *quiet)
         assert result.returncode == 0, result.stderr
         warning = [line for line in result.stderr.splitlines() if "warning" in line]
         assert len(warning) == 1 and "ends early" in warning[0], result.stderr
         read = json.loads((tmp_path / "out" / "events.json").read_text())["frames_read"]
         assert f"{read} of the 300 frames its container announces" in warning[0]
-    result = run_cli("run", whole, "-d", tmp_path / "out", "-q")
+    result = run_cli("run", whole, "-d", tmp_path / "out", "-q", "--no-plot")
     assert result.stderr == ""
 
 
@@ -647,7 +653,7 @@ def test_a_lasting_shadow_passes_by_default_and_is_an_event_when_the_config_file
         image[:, 220:] *= 0.85
     clip = _write(tmp_path / "shadow.mp4",
                   [np.clip(image, 0, 255).astype(np.uint8) for image in frames])
-    result = run_cli("run", clip, "-d", tmp_path / "invariant", "-q")
+    result = run_cli("run", clip, "-d", tmp_path / "invariant", "-q", "--no-plot")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "invariant" / "events.json").read_text())
     assert document["settings"]["light_invariant"] is True
@@ -655,7 +661,7 @@ def test_a_lasting_shadow_passes_by_default_and_is_an_event_when_the_config_file
     assert 175 <= event["core_start_frame"] <= 185 and 225 <= event["core_end_frame"] <= 240
     config = tmp_path / "camera.toml"
     config.write_text("light-invariant = false\n")
-    result = run_cli("run", clip, "-d", tmp_path / "plain", "-q", "-c", config)
+    result = run_cli("run", clip, "-d", tmp_path / "plain", "-q", "-c", config, "--no-plot")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "plain" / "events.json").read_text())
     assert document["settings"]["light_invariant"] is False

@@ -61,7 +61,7 @@ def test_the_largest_box_follows_a_moving_square(tmp_path):
                      else clip.background_frame(index))
     writer.close()
     out = tmp_path / "result"
-    run_ok("run", video, "-d", out, "--export-video", "-q")
+    run_ok("run", video, "-d", out, "--export-video", "-q", "--no-plot")
     rows = np.genfromtxt(out / "regions.csv", delimiter=",", names=True, dtype=int)
     largest = {int(r["frame"]): (r["x"], r["y"], r["width"], r["height"])
                for r in np.atleast_1d(rows) if r["rank"] == 1}
@@ -77,7 +77,8 @@ def test_the_largest_box_follows_a_moving_square(tmp_path):
 def test_event_clips_cover_each_event_with_its_padding(tmp_path):
     path, _ = sample("walker")
     out = tmp_path / "result"
-    run_ok("run", path, "-d", out, "--export-clips", "--clip-template", "{video}-{n}.mp4")
+    run_ok("run", path, "-d", out, "--export-clips", "--clip-template", "{video}-{n}.mp4",
+           "--no-plot")
     events = json.loads((out / "events.json").read_text())["events"]
     assert events
     for event in events:
@@ -224,7 +225,7 @@ def test_small_frames_get_a_readable_overlay_that_leaves_the_picture_seen(tmp_pa
     for picture in _pictures(sample("walker")[0]):
         writer.write(cv2.resize(picture, (160, 120), interpolation=cv2.INTER_AREA))
     writer.close()
-    run_ok("run", small, "-d", tmp_path / "out", "-q", "--export-video")
+    run_ok("run", small, "-d", tmp_path / "out", "-q", "--export-video", "--no-plot")
     before = _pictures(small)
     after = _pictures(tmp_path / "out" / "annotated.mp4")
     # Frame 10 is warm-up (no model yet, no heat map): what changes is the overlay alone.
@@ -243,7 +244,7 @@ def test_small_frames_get_a_readable_overlay_that_leaves_the_picture_seen(tmp_pa
 
 def test_frame_0_is_not_washed_and_boxes_are_never_specks(tmp_path):
     path, _ = sample("walker")
-    run_ok("run", path, "-d", tmp_path / "out", "-q", "--export-video")
+    run_ok("run", path, "-d", tmp_path / "out", "-q", "--export-video", "--no-plot")
     before, after = _pictures(path), _pictures(tmp_path / "out" / "annotated.mp4")
     def change(index):   # how much the overlay changed the middle of the picture
         middle = slice(60, 200)

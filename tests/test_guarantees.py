@@ -200,7 +200,7 @@ def test_the_staging_folder_of_a_killed_process_not_yet_reaped_is_removed(tmp_pa
     # Killed with its whole process group, a batch's worker can stay a zombie for a while:
     # it writes nothing more, so its staging folder is a leftover like any other.
     out = tmp_path / "result"
-    assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q", "--no-plot").returncode == 0
     zombie = subprocess.Popen(["sleep", "60"])
     zombie.kill()
     try:
@@ -211,7 +211,8 @@ def test_the_staging_folder_of_a_killed_process_not_yet_reaped_is_removed(tmp_pa
         crashed = tmp_path / f".result.{zombie.pid}-z1.partial"
         crashed.mkdir()
         (crashed / ".videvent-result").write_text((out / ".videvent-result").read_text())
-        assert run_cli("run", sample("walker")[0], "-d", out, "-q").returncode == 0
+        assert run_cli("run", sample("walker")[0], "-d", out, "-q",
+                       "--no-plot").returncode == 0
         assert not crashed.exists()
     finally:
         zombie.wait()
@@ -242,7 +243,7 @@ def test_a_numbered_pattern_with_a_gap_is_read_whole_or_the_gap_is_named(tmp_pat
             cv2.imwrite(str(frames / f"b{number:05d}.png"),
                         rng.integers(0, 255, (48, 64), dtype=np.uint8))
     pattern = frames / "b%05d.png"
-    result = run_cli("run", pattern, "-d", tmp_path / "out", "-q")
+    result = run_cli("run", pattern, "-d", tmp_path / "out", "-q", "--no-plot")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "out" / "events.json").read_text())
     assert document["frames_read"] == 39

@@ -330,7 +330,7 @@ def test_watch_publishes_a_streams_event_and_status(broker, tmp_path):
         done = subprocess.run(
             [sys.executable, "-m", "videvent", "watch", camera.url, "-d", tmp_path / "live",
              "--mqtt", f"127.0.0.1:{broker.port}", "--ignore-region", "0 0 40 0 0 40",
-             "-dt", "9s", "-q"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+             "-dt", "9s", "-q", "--no-plot"], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         end = json.loads(subscriber.wait_for(
             "videvent/events", lambda p: json.loads(p)["type"] == "end").payload)
@@ -401,7 +401,8 @@ def test_a_broker_with_a_password_a_wrong_one_and_no_broker_are_each_said(tmp_pa
 
     def watch(address, *extra, env=None, out=None):
         return subprocess.run(
-            [sys.executable, "-m", "videvent", "watch", clip, "-q", "--mqtt", address, *extra,
+            [sys.executable, "-m", "videvent", "watch", clip, "-q", "--no-plot", "--mqtt", address,
+             *extra,
              "-d", str(out or tmp_path / f"out{len(list(tmp_path.iterdir()))}")],
             capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
 
@@ -463,7 +464,7 @@ def tls_broker_and_subscriber(tmp_path):
 def watch_over_tls(clip, port, ca, out):
     """``videvent watch CLIP --mqtt mqtts://127.0.0.1:PORT --mqtt-ca CA``, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "videvent", "watch", str(clip), "-q",
+        [sys.executable, "-m", "videvent", "watch", str(clip), "-q", "--no-plot",
          "--mqtt", f"mqtts://127.0.0.1:{port}", "--mqtt-ca", str(ca), "-d", str(out)],
         capture_output=True, text=True, timeout=300)
 
@@ -614,7 +615,7 @@ def test_the_completion_marker_is_written_after_the_mqtt_count(tmp_path):
     done = subprocess.run([STRACE, "-f", "-qq", "-o", str(trace), "-e",
                            "trace=openat,rename,renameat,renameat2,unlink,unlinkat",
                            sys.executable, "-m", "videvent", "watch", str(sample("walker")[0]),
-                           "-q", "--mqtt", f"127.0.0.1:{port}",
+                           "-q", "--no-plot", "--mqtt", f"127.0.0.1:{port}",
                            "-d", str(out)], capture_output=True, text=True, timeout=300)
     if done.returncode != 0 and "ptrace" in done.stderr:
         pytest.skip(f"strace cannot trace here: {done.stderr.strip()}")
@@ -642,7 +643,7 @@ def test_each_cameras_events_json_counts_its_own_undelivered_event_messages(tmp_
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "videvent", "watch", clip, clip, "-q",
+    done = subprocess.run([sys.executable, "-m", "videvent", "watch", clip, clip, "-q", "--no-plot",
                            "--mqtt", f"127.0.0.1:{port}", "-d", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -748,8 +749,8 @@ def test_a_watch_serving_its_dashboard_gives_home_assistant_urls_of_its_pictures
     camera = Stream()
     watch = subprocess.Popen(
         [sys.executable, "-m", "videvent", "watch", camera.url, "-d", tmp_path / "live",
-         "--mqtt", f"127.0.0.1:{broker.port}", "--serve", "127.0.0.1:0", "-dt", "12s", "-q"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+         "--mqtt", f"127.0.0.1:{broker.port}", "--serve", "127.0.0.1:0", "-dt", "12s", "-q",
+         "--no-plot"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         new = json.loads(subscriber.wait_for(
             "videvent/events", lambda p: json.loads(p)["type"] == "new").payload)["after"]

@@ -122,11 +122,13 @@ def at_the_persons_entry(alert: dict) -> bool:
 
 
 class Watch:
-    """A running ``videvent watch --json``, its alerts collected as they arrive."""
+    """A running ``videvent watch --json``, its alerts collected as they arrive; ``plot``:
+    the plot and report at its end (the tests that read them ask; they cost a second's CPU)."""
 
-    def __init__(self, url, out, *extra):
+    def __init__(self, url, out, *extra, plot=False):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "videvent", "watch", url, "-d", str(out), "--json", *extra],
+            [sys.executable, "-m", "videvent", "watch", url, "-d", str(out), "--json", *extra,
+             *([] if plot else ["--no-plot"])],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         self.alerts: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -263,7 +265,7 @@ def test_a_webhook_that_never_answers_does_not_stall_detection(tmp_path, server)
 
 def test_sigint_stops_cleanly_with_complete_files(tmp_path, server):
     out = tmp_path / "live"
-    watch = Watch(server().url, out, "--max-reconnects", "0")
+    watch = Watch(server().url, out, "--max-reconnects", "0", plot=True)
     watch.wait_for("start", 30, event=1)
     watch.process.send_signal(signal.SIGINT)   # in the middle of the event
     assert watch.finish() == 0

@@ -104,8 +104,9 @@ class LiveMonitor:
     def __init__(self, spec, settings: Settings, out_dir: str | os.PathLike | None, *,
                  realtime: bool = False, max_reconnects: int | None = 10,
                  max_frames: int | None = None,
-                 alerts: dict | None = None, clips: bool = True, show: bool = False,
-                 status=None, sinks: list[Sink] = (), colour_pictures: bool = False,
+                 alerts: dict | None = None, clips: bool = True, plot: bool = True,
+                 show: bool = False, status=None, sinks: list[Sink] = (),
+                 colour_pictures: bool = False,
                  camera: str | None = None, name: str | None = None,
                  alert_sink: AlertSink | None = None):
         """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
@@ -116,7 +117,7 @@ class LiveMonitor:
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
         self.colour_pictures = colour_pictures
         self.camera = camera   # named in every alert when a watch has several cameras
-        self.clips, self.show, self.status = clips, show, status
+        self.clips, self.plot, self.show, self.status = clips, plot, show, status
         self.sinks = list(sinks)   # the caller's own sinks, told after the session's
         self._frames_at_tick = 0
         self._stop = threading.Event()
@@ -214,10 +215,12 @@ class LiveMonitor:
                     "results": os.path.abspath(self.out_dir)})
             finally:
                 session.close()
-        from .output.report import write_plot, write_report
         try:
-            write_plot(self.out_dir)
-            write_report(self.out_dir)
+            if self.plot:
+                from .output.report import write_plot, write_report
+
+                write_plot(self.out_dir)
+                write_report(self.out_dir)
             # Last, as a run's: the folder holds all the session wrote (batch, export and a
             # reader trust nothing else).
             mark_complete(self.out_dir, {"frames_read": self.summary.frames,
@@ -261,14 +264,15 @@ class LiveMonitor:
 def watch(source, settings: Settings | None = None, *,
           out_dir: str | os.PathLike | None = None, sinks: list[Sink] = (),
           realtime: bool = False, max_frames: int | None = None,
-          max_reconnects: int | None = 10, clips: bool = True,
+          max_reconnects: int | None = 10, clips: bool = True, plot: bool = True,
           alerts: dict | None = None) -> SessionSummary:
     """Watch ``source`` (a camera number, a stream URL or a file) until it ends, the range
     (``settings.duration``) or ``max_frames`` is reached, or the process is interrupted;
     results go into ``out_dir`` as the session goes, and ``sinks`` (``videvent.session.Sink``)
     are told about every frame and event. ``alerts``: ``json_lines``, ``command``,
-    ``webhook`` as for ``videvent watch``."""
+    ``webhook`` as for ``videvent watch``; ``plot``: ``residuals.png`` and ``report.html``
+    when it ends."""
     monitor = LiveMonitor(source, settings or Settings(), out_dir, realtime=realtime,
                           max_reconnects=max_reconnects, max_frames=max_frames,
-                          alerts=alerts, clips=clips, sinks=sinks)
+                          alerts=alerts, clips=clips, plot=plot, sinks=sinks)
     return monitor.run()

@@ -10,7 +10,7 @@ import os
 import click
 
 from ..settings import SettingError
-from .options import BadInput, run_options, settings_from
+from .options import BadInput, no_plot_option, run_options, settings_from
 
 
 def _progress_line(quiet: bool):
@@ -43,7 +43,7 @@ def _progress_line(quiet: bool):
 @click.option("--chunk-minutes", type=click.FloatRange(0, min_open=True), default=None,
               help="Decode videos longer than this in parallel chunks of this length "
                    "(scoring stays sequential: results are those of `run`).")
-@click.option("--no-plot", is_flag=True, help="Skip each video's residuals.png and report.html.")
+@no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 @run_options
 def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | None, out: str,

@@ -30,8 +30,8 @@ from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
 from .entry import stopped_line
-from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, run_options, settings_from,
-                      watch_setting_options)
+from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, no_plot_option,
+                      run_options, settings_from, watch_setting_options)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -145,7 +145,7 @@ def _methods(_ctx, _param, value):
 @click.option("--compare", callback=_methods, default="", metavar="METHODS",
               help="Also score with these methods (e.g. pca,ancp,sncp,cop) for the report's "
                    "side-by-side panels.")
-@click.option("--no-plot", is_flag=True, help="Skip residuals.png and report.html.")
+@no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @run_options
 def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
@@ -256,6 +256,7 @@ def _serve_address(value: str) -> tuple[str, int]:
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
               help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
+@no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="The camera's name, for each SOURCE in order (repeat it): its folder, "
@@ -264,7 +265,8 @@ def _serve_address(value: str) -> tuple[str, int]:
 @watch_setting_options
 @run_options
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
-          show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None, quiet: bool,
+          show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None,
+          no_plot: bool, quiet: bool,
           names: tuple[str, ...],
           on_event: str | None, webhook: str | None, serve: str | None,
           serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
@@ -322,6 +324,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         raise click.UsageError("--show previews one camera; use --serve for several")
     monitor_options = {"realtime": realtime, "max_reconnects": max_reconnects,
                        "max_frames": max_frames, "clips": not no_clips,
+                       "plot": not no_plot,
                        "colour_pictures": served_at is not None,
                        "alerts": {"json_lines": json_lines, "command": on_event,
                                   "webhook": webhook}}

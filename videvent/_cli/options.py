@@ -123,6 +123,13 @@ def run_options(function):
     return function
 
 
+def no_plot_option(function):
+    """``--no-plot``, for every command that writes result folders."""
+    return click.option("--no-plot", is_flag=True,
+                        help="Skip residuals.png and report.html in each result folder.")(
+        function)
+
+
 def watch_setting_options(function):
     """``watch``'s own settings (``WATCH_SPECS``: where its news go), as options."""
     for name in reversed(WATCH_SPECS):
