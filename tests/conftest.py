@@ -29,6 +29,14 @@ WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
 DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """One worker per core and one more (--maxprocesses caps it): about a third of the suite's
+    test time waits on streams played at their real pace (watch, dashboard, MQTT), and a
+    worker waiting there leaves its core to the others."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
 def sample(name: str) -> tuple[Path, dict]:
     """A bundled sample clip and its ground truth."""
     return SAMPLES / f"{name}.mp4", json.loads((SAMPLES / f"{name}.json").read_text())

@@ -36,6 +36,10 @@ def execute(name: str, tmp_path: Path, monkeypatch) -> dict:
     monkeypatch.setenv("VIDEVENT_NOTEBOOK_SIZE", "small")
     monkeypatch.setenv("VIDEVENT_NOTEBOOK_OUT", str(tmp_path / "out"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # One BLAS thread from the kernel's start, as the notebooks ask for once numpy is in: its
+    # threads started at import cost noisy_data 9.8 CPU-s alone against 5.9, and 22 under
+    # the suite's load (measured).
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     client = nbclient.NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
