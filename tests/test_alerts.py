@@ -49,6 +49,12 @@ def test_max_frames_and_duration_stop_the_session(tmp_path):
     assert run_cli("watch", path, "-d", tmp_path / "b", "-q", "-dt", "2s").returncode == 0
     assert len(read_scores(tmp_path / "b" / "scores.csv")["frame"]) == 30
     assert (tmp_path / "b" / "residuals.png").is_file()
+    # Watched again into that folder without them: the earlier session's plot and report,
+    # which would describe another session, are gone.
+    assert run_cli("watch", path, "-d", tmp_path / "b", "-q", "--max-frames", "20",
+                   "--no-plot").returncode == 0
+    assert not (tmp_path / "b" / "residuals.png").exists()
+    assert not (tmp_path / "b" / "report.html").exists()
 
 
 def test_an_unopenable_source_is_one_line_exit_1(tmp_path):

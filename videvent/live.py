@@ -27,6 +27,7 @@ from .output.annotate import Overlay
 from .engine import Engine
 from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
+from .output.report import PLOT_NAME, REPORT_NAME
 from .output.sink import Sink
 from .passes import open_for, prepare
 from .session import Session
@@ -147,8 +148,10 @@ class LiveMonitor:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale(self.out_dir)
             mark(self.out_dir)
-            # A watch's folder is complete only when it stops: an earlier run's marker goes.
-            (self.out_dir / COMPLETE).unlink(missing_ok=True)
+            # A watch's folder is complete only when it stops: an earlier run's marker goes;
+            # without the plot, so do an earlier session's plot and report (of another one).
+            for name in (COMPLETE,) if plot else (COMPLETE, PLOT_NAME, REPORT_NAME):
+                (self.out_dir / name).unlink(missing_ok=True)
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None

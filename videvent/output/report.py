@@ -24,6 +24,7 @@ from ..atomic import write_text_atomically
 from .scores_csv import read_scores
 
 REPORT_NAME = "report.html"
+PLOT_NAME = "residuals.png"
 
 
 def write_plot(folder: str | os.PathLike) -> None:
@@ -33,7 +34,7 @@ def write_plot(folder: str | os.PathLike) -> None:
     folder = Path(folder)
     document = _readable(read_events(folder / "events.json"))
     settings = document["settings"]
-    write_residual_plot(folder / "residuals.png", read_scores(folder / "scores.csv"),
+    write_residual_plot(folder / PLOT_NAME, read_scores(folder / "scores.csv"),
                         document["events"], threshold=settings["threshold"],
                         threshold_low=settings["threshold_low"],
                         title=_plot_title(document))
@@ -111,8 +112,8 @@ def render_report(folder: str | os.PathLike) -> str:
     source, settings, events = document["source"], document["settings"], document["events"]
     escape = html.escape
     duration = float(scores["time_s"][-1] - scores["time_s"][0]) if len(scores["frame"]) else 0
-    if (folder / "residuals.png").is_file():  # drawn moments ago: no need to draw it twice
-        plot = _image_data(folder / "residuals.png")
+    if (folder / PLOT_NAME).is_file():  # drawn moments ago: no need to draw it twice
+        plot = _image_data(folder / PLOT_NAME)
     else:
         from .plot import residual_figure
 
