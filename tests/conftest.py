@@ -22,6 +22,12 @@ threadpool_limits(limits=1, user_api="blas")
 # A config file of the user's own (~/.config/videvent/config.toml) would change every CLI run
 # of the tests: they look for it in a folder that has none (their children inherit this).
 os.environ["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "videvent-tests-no-config")
+# The CLI's child processes import videvent from this checkout: where the environment says not
+# to write bytecode (PYTHONDONTWRITEBYTECODE), each of them compiled every module again from
+# source. They keep it in a cache of the tests' own, apart from the checkout.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(),
+                                                 f"videvent-tests-pycache-{os.getuid()}")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_videos"
