@@ -72,6 +72,29 @@ def test_the_maths_loads_no_video_plotting_or_command_line_code():
     assert "cv2" in loaded_after("from videvent import detect")
 
 
+def loaded_by_command(*arguments: str) -> set[str]:
+    """The top-level modules ``videvent ARGUMENTS`` has loaded when it exits."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr))\n"
+            f"sys.argv = ['videvent', *{list(arguments)!r}]\n"
+            "from videvent._cli.entry import main\n"
+            "main()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("MODULES ")]
+    return {name.split(".")[0] for name in line.split()[1:]}
+
+
+def test_help_and_a_mistyped_option_load_no_decoder_or_plotting():
+    """`videvent --help`, `run --help` and a usage error answer at once: the decoders, OpenCV
+    and matplotlib load only for the work that needs them."""
+    heavy = {"av", "cv2", "matplotlib"}
+    for arguments in (["--help"], ["run", "--help"], ["run", "clip.mp4", "--rank", "0"]):
+        loaded = loaded_by_command(*arguments)
+        assert "click" in loaded and not loaded & heavy, (arguments, loaded & heavy)
+    assert {"av", "cv2"} <= loaded_by_command("run", "/no/such/clip.mp4")
+
+
 def test_every_public_name_resolves_and_a_wrong_one_says_so():
     import videvent
 

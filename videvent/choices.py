@@ -8,3 +8,6 @@ BACKENDS = ("auto", "pyav", "opencv", "images")
 # What is drawn over a picture of what the detector found (thumbnails, the annotated video,
 # clips, the dashboard): the changed areas outlined, the heat map as a tint, or nothing.
 OVERLAYS = ("outline", "heat", "off")
+# How an event's clip is made (DVR-Scan's -m): its frames encoded again, or the source's own
+# packets copied.
+CLIP_MODES = ("encode", "copy")

@@ -20,10 +20,11 @@ import numpy as np
 
 from .engine import Engine
 from .output import read_events, read_scores
-from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, CLIPS_NAME,
-                           REGIONS_NAME, write_clip_index)
+from .choices import CLIP_MODES
+from .output.clips import CLIPS_NAME, REGIONS_NAME, write_clip_index
 from .output.folder import remove_stale
-from .output.names import check_clip_template, check_video_path
+from .output.names import (ANNOTATED_NAME, CLIP_TEMPLATE, check_clip_template,
+                           check_video_path)
 from .passes import open_for, prepare
 from .session import Session, fingerprint
 from .settings import Settings

@@ -18,9 +18,10 @@ import numpy as np
 
 from .engine import Comparison, Engine
 from .output import ResultFolder, write_events
-from .output.clips import CLIP_MODES, CLIP_TEMPLATE, write_clip_index
+from .choices import CLIP_MODES
+from .output.clips import write_clip_index
 from .output.folder import check_destination, mark_complete
-from .output.names import RESULT_FILES, check_outputs
+from .output.names import CLIP_TEMPLATE, RESULT_FILES, check_outputs
 from .output.sink import Sink
 from .passes import open_for, prepare, source_regions
 from .session import RunResult, Session
@@ -93,7 +94,7 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     folder is written (the plot and report unless ``plot`` is False), and in the same pass
     the annotated video (``export_video``: True for ``annotated.mp4`` in the folder, or a
     path) and one clip per event (``clips``, named by ``clip_template``, made as
-    ``clip_mode`` says: ``output.clips.CLIP_MODES``); the files exported
+    ``clip_mode`` says: ``choices.CLIP_MODES``); the files exported
     are in ``result.exported``. ``sinks`` (``videvent.Sink``) are told about every frame and
     event as they are decided.
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import cv2
 import numpy as np
 
 from .atomic import write_text_atomically
@@ -169,6 +168,8 @@ class Regions:
             for number, polygon in enumerate(polygons, start=1):
                 check_polygon(polygon, width, height, f"{kind} {number}")
         if working is not None:
+            import cv2   # here, not on import: the command line reads settings without OpenCV
+
             pixel = (width / working[0]) * (height / working[1])   # source pixels in one
             for number, polygon in enumerate(self.watch, start=1):
                 area = cv2.contourArea(np.asarray(polygon, np.float32))
@@ -186,6 +187,8 @@ class Regions:
         size ``(width, height)``, then resized nearest-neighbour to ``size`` (width, height)."""
         key = (tuple(source_size), tuple(size or source_size))
         if key not in self._masks:
+            import cv2
+
             width, height = source_size
             watched = np.zeros((height, width), np.uint8)
             if self.watch:
@@ -205,6 +208,8 @@ class Regions:
              thickness: int | None = None) -> np.ndarray:
         """Outline the watch regions (green) and ignore masks (red) on a BGR ``picture`` (in
         place, and returned), scaling from the source size to the picture's."""
+        import cv2
+
         height, width = picture.shape[:2]
         scale = (width / source_size[0], height / source_size[1])
         line = thickness or max(1, round(max(width, height) / 400))

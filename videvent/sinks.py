@@ -15,8 +15,9 @@ from typing import Callable
 import numpy as np
 
 from .output.annotate import Annotator, Overlay, StripChart, chart_height
-from .output.clips import (ANNOTATED_NAME, CLIP_MODES, CLIP_TEMPLATE, REGIONS_NAME,
-                           AnnotatedVideoSink, ClipSink)
+from .choices import CLIP_MODES
+from .output.clips import REGIONS_NAME, AnnotatedVideoSink, ClipSink
+from .output.names import ANNOTATED_NAME, CLIP_TEMPLATE
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink
 from .passes import frame_range

@@ -16,17 +16,12 @@ import click
 from pathlib import Path
 
 from .._version import __version__
-from ..export import CLIP_MODES, CLIP_TEMPLATE, export
+from ..choices import CLIP_MODES
 from ..output import read_events
-from ..sources import OPENING_THREAD
 from ..output.events_json import add_to_events
 from ..output.folder import amending, public_name
-from ..output.names import OutputNameError, check_outputs
-from ..output.report import write_plot, write_report
-from ..passes import frame_range
-from ..pipeline import default_out_dir, detect
+from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
 from ..settings import METHODS, NEVER, SettingError, Settings
-from ..sources.base import public_uri
 from ..timecode import format_timecode
 from .batch import batch_command
 from .entry import stopped_line
@@ -156,6 +151,8 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     Writes scores.csv, events.json, residuals.png, report.html and event thumbnails into the
     result folder.
     """
+    from ..pipeline import default_out_dir, detect   # the engine: not for --help or a typo
+
     settings = settings_from(options)
     check_output_names(out_dir, export_video, clips, clip_template, source)
     progress = Progress(quiet)
@@ -194,6 +191,8 @@ def frames_to_scan(settings: Settings, source) -> int | None:
     """Frames the range given (``-st``/``-et``/``-dt``) covers in ``source``, by its frame
     count; None when the count is unknown (or the range is wrong, which the run reports)."""
     try:
+        from ..passes import frame_range
+
         start, end = frame_range(settings, source.fps)
     except ValueError:
         return None
@@ -599,6 +598,9 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
 
     Decodes the source again; the result folder says where it is.
     """
+    from ..export import export
+    from ..output.report import write_report
+
     progress = Progress(quiet)
     try:
         progress.start("export", _frames_read(result_dir))
@@ -629,6 +631,8 @@ def _frames_read(result_dir: str) -> int | None:
 @click.argument("result_dir", type=click.Path(file_okay=False))
 def report_command(result_dir: str) -> None:
     """Re-render residuals.png and report.html of RESULT_DIR from its files (no decoding)."""
+    from ..output.report import write_plot, write_report
+
     folder = Path(result_dir)
     if not (folder / "events.json").is_file() or not (folder / "scores.csv").is_file():
         raise BadInput(f"'{folder}' is not a videvent result folder (no events.json or "
@@ -644,6 +648,8 @@ def warn_if_short(result, spec: str) -> None:
     """A file that ends before the frame its container announced: said on stderr, even with
     -q (the run is complete, but of less of the video than the user thinks), in the words of
     a frame lost in the middle ("could not be decoded"), without guessing why."""
+    from ..sources.base import public_uri
+
     expected = result.frames_expected
     if expected and result.frames_read < expected:
         missing = expected - result.frames_read
@@ -730,8 +736,9 @@ def _exit(code: int) -> None:
     """Exit with ``code``; at once if a source is still being opened (stopped during its
     open: FFmpeg's open cannot be interrupted, and the interpreter's exit under its thread can
     abort or hang the process). Everything is written and closed by the time this is called."""
-    if any(thread.name == OPENING_THREAD and thread.is_alive()
-           for thread in threading.enumerate()):
+    sources = sys.modules.get("videvent.sources")   # not imported: no source was opened
+    if sources is not None and any(thread.name == sources.OPENING_THREAD and thread.is_alive()
+                                   for thread in threading.enumerate()):
         _end_at_once(code)
     sys.exit(code)
 
@@ -748,12 +755,14 @@ def _silence_native_logs() -> None:
     Connection refused``, camera probes) off stderr: they would break the one-line promise,
     and every failure they describe becomes videvent's own message. Set in the environment
     too, so that batch's worker processes inherit it; before any capture is opened, which is
-    when OpenCV reads its FFmpeg level. PyAV logs nothing unless asked (``av.logging``)."""
-    import cv2
-
+    when OpenCV reads its FFmpeg level. PyAV logs nothing unless asked (``av.logging``).
+    OpenCV reads its own level when it loads, so it is not loaded here for that (--help and a
+    mistyped option need none of it)."""
     os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")   # AV_LOG_QUIET
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+    cv2 = sys.modules.get("cv2")
+    if cv2 is not None:   # loaded before (a caller's own import): tell it
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
 
 
 def main() -> None:

@@ -25,17 +25,15 @@ import av
 
 from .annotate import Annotator, Overlay
 from ..atomic import partial_path, write_atomically, write_text_atomically
+from ..choices import CLIP_MODES
 from .sink import Sink
 from .video import ANNOTATED_PRESET, VideoWriter
 
-CLIP_MODES = ("encode", "copy")
 # Sound codecs an MP4 holds as they are; any other is encoded as AAC.
 MP4_AUDIO_CODECS = ("aac", "mp3", "ac3", "eac3", "opus", "alac", "flac")
 
-ANNOTATED_NAME = "annotated.mp4"
 REGIONS_NAME = "regions.csv"
 CLIPS_NAME = "clips.json"
-CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
 
 
 def write_clip_index(folder: Path, names: dict[int, str]) -> None:

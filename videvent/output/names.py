@@ -8,7 +8,9 @@ import os
 import string
 from pathlib import Path
 
-from .clips import ANNOTATED_NAME
+# The annotated video's default name, and the default template of the event clips' names.
+ANNOTATED_NAME = "annotated.mp4"
+CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
 
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it. A
