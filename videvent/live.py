@@ -27,7 +27,7 @@ from .output.annotate import Overlay
 from .engine import Engine
 from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
-from .output.report import PLOT_NAME, REPORT_NAME
+from .output.names import PLOT_NAME, REPORT_NAME
 from .output.sink import Sink
 from .passes import open_for, prepare
 from .session import Session

@@ -8,16 +8,19 @@ import os
 import string
 from pathlib import Path
 
-# The annotated video's default name, and the default template of the event clips' names.
+# The annotated video's default name, the default template of the event clips' names, and
+# the plot and report of a result folder.
 ANNOTATED_NAME = "annotated.mp4"
 CLIP_TEMPLATE = "{video}.event{n:03d}.mp4"
+PLOT_NAME = "residuals.png"
+REPORT_NAME = "report.html"
 
 # Everything a run or an export writes into a result folder (event clips aside, whose names
 # the user chooses): a new run replaces all of them, so nothing stale stays beside it. A
 # watch's events.jsonl too: a run writes none, and one left there would list another
 # session's events beside the run's events.json.
-RESULT_FILES = ("scores.csv", "events.json", "events.jsonl", "residuals.png", "report.html",
-                "thumbnails", "compare.csv", "annotated.mp4", "regions.csv", "clips.json")
+RESULT_FILES = ("scores.csv", "events.json", "events.jsonl", PLOT_NAME, REPORT_NAME,
+                "thumbnails", "compare.csv", ANNOTATED_NAME, "regions.csv", "clips.json")
 
 
 class OutputNameError(ValueError):

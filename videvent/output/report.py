@@ -21,10 +21,8 @@ import numpy as np
 from ..timecode import format_timecode
 from .events_json import read_events
 from ..atomic import write_text_atomically
+from .names import PLOT_NAME, REPORT_NAME
 from .scores_csv import read_scores
-
-REPORT_NAME = "report.html"
-PLOT_NAME = "residuals.png"
 
 
 def write_plot(folder: str | os.PathLike) -> None:
