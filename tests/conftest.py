@@ -36,9 +36,9 @@ DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """One worker per core and one more (--maxprocesses caps it): about a third of the suite's
-    test time waits on streams played at their real pace (watch, dashboard, MQTT), and a
-    worker waiting there leaves its core to the others."""
+    """One worker per core and one more (--maxprocesses caps it): about a quarter of the
+    suite's test time is spent waiting on streams played at their real pace (watch, dashboard,
+    MQTT), and a worker waiting there leaves its core to the others."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (cores or 1) + 1
 
