@@ -695,3 +695,46 @@ def test_a_signal_ends_a_run_whose_source_blocks_in_opening(tmp_path, stop):
     assert stderr.strip() == (f"videvent: stopped by {signal.Signals(stop).name}; nothing "
                               f"half-written was left")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.pipe"]
+
+
+# Two commands of the test's own, run by videvent's entry point, in which SIGTERM lands where
+# Python loses its exception, as it can while a command imports its modules: in a callback
+# whose exceptions Python ignores (the import system's module locks have one), and in native
+# code that replaces the exception with its own (CPython's ``from x import y``: a TypeError).
+LOST_SIGNAL = """
+import os, signal, sys, time, weakref
+from videvent._cli import main as command_line
+
+@command_line.cli.command()
+def in_a_callback():
+    class Lock:
+        pass
+    def released(_reference):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10 ** 6):   # the handler runs at the loop's next check, in here
+            pass
+    lock = Lock()
+    reference = weakref.ref(lock, released)
+    del lock
+    time.sleep(20)
+    print("still running")
+
+@command_line.cli.command()
+def replaced():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(20)
+    except BaseException:
+        raise TypeError("expected a message argument") from None
+
+sys.argv = ["videvent", sys.argv[1]]
+command_line.main()
+"""
+
+
+@pytest.mark.parametrize("command", ["in-a-callback", "replaced"])
+def test_a_signal_whose_exception_python_loses_still_stops_in_one_line(command):
+    result = subprocess.run([sys.executable, "-c", LOST_SIGNAL, command], capture_output=True,
+                            text=True, timeout=60)
+    assert (result.returncode, result.stderr, result.stdout) == (
+        143, "videvent: stopped by SIGTERM; nothing half-written was left\n", "")

@@ -723,13 +723,37 @@ _first_signal_at: list[float] = []
 _signalled = threading.Event()
 
 
+_stopped_by: list[int] = []
+# Set when main's work is over: a stop sent again after that has nothing left to stop.
+_finished = threading.Event()
+SEND_AGAIN_AFTER_S = 0.02
+
+
 def _stop(signal_number: int, _frame) -> None:
     now = time.monotonic()
     if _first_signal_at and now - _first_signal_at[0] < CLEAN_UP_S:
         return                     # the clean-up of the first is under way: not cut short
     _first_signal_at[:] = [now]
+    _stopped_by[:] = [signal_number]
     _signalled.set()
     raise Stopped(signal_number)
+
+
+def _unraisable(unraisable) -> None:
+    """A stop raised where Python cannot deliver it (a weakref callback or a destructor, such
+    as the import system's own, which a signal can land in while a command loads) is not
+    reported with a traceback: an alarm sends it again, a moment later, to land where it
+    unwinds. (An alarm, not a thread: starting one here could wait on a lock held below.)"""
+    if not isinstance(unraisable.exc_value, Stopped):
+        sys.__unraisablehook__(unraisable)
+        return
+    _first_signal_at.clear()       # the first was lost: this one is not its clean-up
+    signal.setitimer(signal.ITIMER_REAL, SEND_AGAIN_AFTER_S)
+
+
+def _send_again(_alarm: int, frame) -> None:
+    if _stopped_by and not _finished.is_set():
+        _stop(_stopped_by[0], frame)
 
 
 def _exit(code: int) -> None:
@@ -765,6 +789,19 @@ def _silence_native_logs() -> None:
         cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
 
 
+def _run_command_line() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except Exception as error:
+        if _stopped_by:
+            # The stop's exception can come back as another one when it was raised inside
+            # native code (CPython's import turns it into a TypeError): still the stop.
+            raise Stopped(_stopped_by[0]) from error
+        raise
+    finally:
+        _finished.set()
+
+
 def main() -> None:
     """Entry point with the last line of defence: no traceback ever reaches the user.
 
@@ -774,10 +811,12 @@ def main() -> None:
     """
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, _stop)
+    signal.signal(signal.SIGALRM, _send_again)
+    sys.unraisablehook = _unraisable
     if not os.environ.get("VIDEVENT_DEBUG"):
         _silence_native_logs()
     try:
-        cli.main(standalone_mode=False)
+        _run_command_line()
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx is not None else "videvent"
         click.echo(f"videvent: error: {error.format_message()} (see '{command} --help')",
