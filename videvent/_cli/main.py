@@ -501,10 +501,12 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
                            status=status, show=show)
     if monitor is None:
         return
-    announce()
-    watched.append((camera.name, monitor.out_dir))
+    # Ctrl-C stops the watch cleanly (its files finished) from before the dashboard's address
+    # is out: whoever reads the address and stops the watch gets that, not an interruption.
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, lambda *_: monitor.stop())
+    announce()
+    watched.append((camera.name, monitor.out_dir))
     summary = monitor.run()
     if interactive:
         click.echo("", err=True)
