@@ -269,6 +269,26 @@ def test_lights_switched_are_a_short_event_then_the_new_light_is_background():
     assert (scores[342:370] > 7).all()                  # people in the dimmer scene: found
 
 
+def test_a_lamp_that_changes_a_few_blocks_is_the_new_scene_once_its_light_settles():
+    """A lamp switched on in a dim room: the frame brightens by half (a switch), and the
+    lamp's own glow changes the picture of a corner only, a minority of the blocks. Once the
+    light has settled, the lit room is the scene, however few blocks it changed; someone who
+    comes in later is found in it."""
+    rng = np.random.default_rng(14)
+    frames = scene(rng, 400)
+    rows, cols = np.mgrid[0:SHAPE[0], 0:SHAPE[1]]
+    glow = 70 * np.exp(-(rows ** 2 + cols ** 2) / 300.0)              # the lamp, top left
+    frames[200:] = frames[200:] * 1.5 + glow.astype(np.float32)
+    frames = add_patch(frames, 330, 360, OTHER)                       # someone, later
+    detector = Detector(window=50, stride=10, static_after=100)
+    results = feed(detector, frames)
+    scores = scores_of(results)
+    assert (scores[200:206] > 7).all()                                # the switch
+    assert any(r.absorbed for r in results[200:240])                  # the lit room: the scene
+    assert (scores[240:328] < 4.5).all()
+    assert (scores[332:360] > 7).all()
+
+
 def test_the_scene_is_not_rebuilt_while_something_in_it_still_moves():
     """A lamp lights most of the scene (an added glow, which no block's own gain explains)
     while someone moves about: most blocks become static and new, but the model is rebuilt

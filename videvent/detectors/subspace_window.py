@@ -254,12 +254,15 @@ class SceneJudge:
         return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
 
     def _light_changed_scene(self, z: np.ndarray) -> bool:
-        """Most blocks unusual to the model, and no two neighbouring unusual blocks (what
-        makes an event) changed on the frame before (else someone moves about in the new
-        light, whom a rebuild would learn): the light changed the scene."""
+        """Called once a switched light has settled: the light changed the scene if the model
+        finds the frame unusual (two neighbouring blocks, as an event) and no two neighbouring
+        unusual blocks changed on the frame before (else someone moves about in the new light,
+        whom a rebuild would learn). However few blocks the new light changed: the brightness
+        step is the evidence of a switch, and counting blocks made a lamp that changes half of
+        them a knife-edge."""
+        if neighbour_max(z.reshape(self.model.grid[::-1])) < self.hot:
+            return False                # the model explains the settled light: nothing new
         unusual = z >= self.hot
-        if float(unusual.mean()) < SCENE_CHANGE_SHARE:
-            return False
         moving = unusual & ~self.regions.absorbed_ & (self.regions.still_for_ == 0)
         return neighbour_max(np.where(moving, z, 0.0).reshape(self.model.grid[::-1])) < self.hot
 
