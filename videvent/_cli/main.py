@@ -721,10 +721,9 @@ class Stopped(BaseException):
 CLEAN_UP_S = 5.0
 _first_signal_at: list[float] = []
 # Set by the first signal as well as raised, so that a loop that checks it (the wait for a
-# camera down at the start) ends even where the exception was swallowed.
+# camera down at the start) ends even where the exception was swallowed; ``_stopped_by``
+# holds its number, for the stop sent again (``_unraisable``) and the error it turned into.
 _signalled = threading.Event()
-
-
 _stopped_by: list[int] = []
 # Set when main's work is over: a stop sent again after that has nothing left to stop.
 _finished = threading.Event()
