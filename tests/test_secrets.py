@@ -7,8 +7,6 @@ import signal
 import socket
 import urllib.request
 
-import pytest
-
 from test_mqtt import Subscriber, broker, needs_broker  # noqa: F401
 from test_watch import server  # noqa: F401
 from test_watch_dashboard import ServedWatch
