@@ -85,6 +85,17 @@ def test_refit_gives_the_papers_subspace_of_the_window():
     assert recovery_error(projection @ U, model.basis_.astype(np.float64)) < 1e-3
 
 
+def test_the_model_says_which_learned_frames_span_its_background():
+    frames = add_patch(scene(np.random.default_rng(2), 40), 30, 34)   # learned as 30..34
+    model = Model(window=40, refit_every=1)
+    for x in frames[:39]:
+        model.learn_one(x.ravel())
+    assert model.spans_any({3, 20}) and not model.spans_any({30, 31, 34})   # 30..34 outvoted
+    assert not model.spans_any(set()) and not model.spans_any({99})         # never learned
+    model.learn_one(frames[39].ravel(), refit=False)        # no refit since: it may span yet
+    assert model.spans_any({39})
+
+
 def test_basis_stays_orthonormal_when_the_window_spans_fewer_dimensions_than_rank():
     picture = scene(np.random.default_rng(2), 1)[0].ravel()
     model = Model(window=30, rank=3, blocks=16)
@@ -142,6 +153,24 @@ def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_
     assert quiet.start_reference_ is None and quiet.start_reference_adopted_ is None
     nothing = Detector()
     assert nothing.seed_reference([]) == 0 and nothing.start_reference_ is None
+
+
+def test_a_visitor_who_comes_as_the_warm_up_ends_is_found_where_visitors_fill_the_file():
+    """Someone comes as the warm-up ends and fidgets; someone else later, elsewhere: a presence
+    in two thirds of the file. The twin, seeded from frames of the whole file, half learned
+    them and finds them usual; the model learned only the empty warm-up, so what it alone
+    flags, moving, is no ghost, and the twin does not take over (it used to once the model
+    had flagged the first visitor alone for ``static_after``, and then missed them)."""
+    rng = np.random.default_rng(6)
+    frames = add_patch(scene(rng, 300), 25, 120)
+    add_patch(frames, 150, 260, OTHER)
+    detector = Detector(window=60, stride=10, static_after=60)
+    detector.seed_reference([frames[i].ravel() for i in range(0, 300, 5)])
+    scores = scores_of(feed(detector, frames))
+    assert detector.start_reference_adopted_ is None
+    assert (scores[25:121] > 7).all() and (scores[150:261] > 7).all()
+    assert (scores[:25] < 4.5).all() and (scores[122:150] < 4.5).all()
+    assert (scores[262:] < 4.5).all()
 
 
 def test_no_ghost_is_left_where_the_scene_never_stands_still():

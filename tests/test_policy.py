@@ -238,3 +238,12 @@ def test_the_start_reference_stays_goes_or_takes_over():
     fresh = StartReference(object(), hot=HOT, settle_frames=3, static_after=5, until=100)
     decisions = [fresh.decide(50 + t, 0.0, unusual, moving) for t in range(5)]
     assert decisions == [StartReference.STAY] * 4 + [StartReference.TAKE_OVER]
+    # ... but not if the model learned no presence (it spans nothing the twin found unusual):
+    # what it alone flags then and moves is new, not a ghost.
+    new = StartReference(object(), hot=HOT, settle_frames=3, static_after=5, until=100)
+    decisions = [new.decide(50 + t, 0.0, unusual, moving, False) for t in range(8)]
+    assert decisions == [StartReference.STAY] * 8
+    assert new.decide(58, 0.0, unusual, still, False) == StartReference.TAKE_OVER
+    reference.saw_learned(7, 9.0)
+    reference.saw_learned(8, 1.0)
+    assert reference.seen_learned_ == {7}

@@ -171,6 +171,7 @@ class SubspaceBackground:
         self.basis_ = np.zeros((self.n_features, 0), np.float32)  # pixel-space, orthonormal
         self.inliers_ = np.zeros(0, int)                          # window rows spanning it
         self.inlier_order_ = np.zeros(0, int)                     # rows, most inlier-like first
+        self.background_ = np.zeros(0, bool)      # window rows no block outvoted at the refit
         # Residual statistics of the frames spanning the subspace, refreshed at each refit.
         self.block_history_ = np.zeros((0, self.n_blocks))
         self.in_sample_history_ = np.zeros((0, self.n_blocks))
@@ -226,6 +227,17 @@ class SubspaceBackground:
         self.added_since_refit_ += 1
         if (refit and self.added_since_refit_ >= self.refit_every) or self.basis_.shape[1] == 0:
             self.refit()
+
+    def spans_any(self, learned: set[int]) -> bool:
+        """Whether a frame learned as one of ``learned`` (its ``n_learned_`` then) is in the
+        window among those that span the background: no block outvoted it at the last refit,
+        or it joined since (the next refit may keep it)."""
+        n = self.n_filled_
+        joined = self.joined_[:n]
+        spanning = joined >= self.n_learned_ - self.added_since_refit_
+        kept = min(n, len(self.background_))
+        spanning[:kept] |= self.background_[:kept]
+        return bool((spanning & np.isin(joined, list(learned))).any())
 
     def _slot_to_replace(self, unusual: bool) -> int:
         """The window slot the next learned frame takes (see ``MAX_AGE_IN_WINDOWS`` and

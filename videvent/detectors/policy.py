@@ -429,10 +429,15 @@ class StartReference:
     while it sees an event (one in view since the warm-up, which the model learned and would
     not see end); it takes over when the model alone finds the frame unusual where the picture
     has stood still for ``settle_frames`` (the empty scene where the warm-up learned someone: a
-    ghost), or, in a scene that never stands still (a curtain, an escalator), once the model
-    alone has found every frame unusual for ``static_after``, the time a lasting change takes
-    to be background anyway; it goes when both find the frame usual, and at the latest once
-    the window's span has passed since the warm-up (the window has turned over).
+    ghost; or a look of the file that the warm-up's seconds did not show, an exposure drift,
+    which the twin knows), or, in a scene that never stands still (a curtain, an escalator),
+    once the model alone has found every frame unusual for ``static_after``, the time a
+    lasting change takes to be background anyway. That last is a ghost in a moving place, so
+    only if the model learned a presence: a frame the twin found unusual among those that span
+    the model's background (``saw_learned``). Else what the model alone flags for that long
+    moves, and is new: someone the twin calls usual because people fill the file. It goes
+    when both find the frame usual, and at the latest once the window's span has passed since
+    the warm-up (the window has turned over).
     """
 
     STAY, GO, TAKE_OVER = "stay", "go", "take over"
@@ -445,11 +450,20 @@ class StartReference:
         self.static_after = static_after
         self.until = int(until)                  # frames elapsed when it goes at the latest
         self.alone_unusual_for_ = 0     # frames in a row only the model, not the twin, flagged
+        self.seen_learned_: set[int] = set()   # the model's learn numbers of frames the twin
+                                                # found unusual
+
+    def saw_learned(self, learned_as: int, twin_score: float) -> None:
+        """The model learned a frame as its ``learned_as``-th; the twin scored it so."""
+        if twin_score >= self.hot:
+            self.seen_learned_.add(learned_as)
 
     def decide(self, elapsed: int, twin_score: float, z: np.ndarray,
-               still_for: np.ndarray) -> str:
+               still_for: np.ndarray, model_spans_what_it_saw: bool = True) -> str:
         """``elapsed``: the model's frames since its start; ``z``: its block z-scores of the
-        frame; ``still_for``: how long each block has stood still (``StaticRegions``)."""
+        frame; ``still_for``: how long each block has stood still (``StaticRegions``);
+        ``model_spans_what_it_saw``: the model's background holds a frame the twin found
+        unusual (``SubspaceBackground.spans_any(seen_learned_)``)."""
         if elapsed >= self.until:
             return self.GO
         if twin_score >= self.hot:
@@ -460,7 +474,7 @@ class StartReference:
             return self.GO
         self.alone_unusual_for_ += 1
         if ((still_for[unusual] >= self.settle_frames).all()
-                or (self.static_after is not None
+                or (self.static_after is not None and model_spans_what_it_saw
                     and self.alone_unusual_for_ >= self.static_after)):
             return self.TAKE_OVER
         return self.STAY

@@ -452,6 +452,8 @@ class SubspaceWindowDetector:
         stays, goes or takes over (``StartReference.decide``)."""
         reference = self.start_reference_
         judged, _ = reference.twin.judge(verdict.index, verdict.time_s, x, None, explain)
+        if verdict.admitted:
+            reference.saw_learned(self.model.n_learned_ - 1, judged.score)
         if judged.score > verdict.score:
             verdict = replace(verdict, residual=judged.residual, score=judged.score,
                               residual_image=judged.residual_image,
@@ -459,7 +461,8 @@ class SubspaceWindowDetector:
         if verdict.status == WARMUP:
             return verdict
         decision = reference.decide(self.judge.schedule.elapsed_, judged.score, z,
-                                    self.judge.regions.still_for_)
+                                    self.judge.regions.still_for_,
+                                    self.model.spans_any(reference.seen_learned_))
         if decision == StartReference.GO:
             self.start_reference_ = None
         elif decision == StartReference.TAKE_OVER:
