@@ -732,6 +732,29 @@ command_line.main()
 """
 
 
+# A signal that lands while the main thread is inside an event's own lock, as it is for a few
+# bytecodes of every ``wait`` (the wait for a camera down at the start): a handler that sets
+# that event there waits for ever (a watch that Ctrl-C never ended, found under load).
+SIGNAL_IN_A_WAIT = """
+import os, signal, threading
+from videvent._cli import main as command_line
+
+event = threading.Event()
+signal.signal(signal.SIGINT, command_line._on_signal(event.set))
+with event._cond:                   # the lock that ``event.wait`` holds as it starts and ends
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(10 ** 6):        # the handler runs at the loop's next check, in here
+        pass
+print(event.wait(30))
+"""
+
+
+def test_a_watch_handler_never_waits_on_the_lock_its_signal_interrupted():
+    result = subprocess.run([sys.executable, "-c", SIGNAL_IN_A_WAIT], capture_output=True,
+                            text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "True\n", "")
+
+
 @pytest.mark.parametrize("command", ["in-a-callback", "replaced"])
 def test_a_signal_whose_exception_python_loses_still_stops_in_one_line(command):
     result = subprocess.run([sys.executable, "-c", LOST_SIGNAL, command], capture_output=True,

@@ -504,7 +504,7 @@ def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quie
     # Ctrl-C stops the watch cleanly (its files finished) from before the dashboard's address
     # is out: whoever reads the address and stops the watch gets that, not an interruption.
     for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, lambda *_: monitor.stop())
+        signal.signal(signal_number, _on_signal(monitor.stop))
     announce()
     watched.append((camera.name, monitor.out_dir))
     summary = monitor.run()
@@ -528,7 +528,7 @@ def _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce, **opt
 
     def pause(backoff, stop) -> None:
         # Ctrl-C or SIGTERM while waiting for the camera ends the watch cleanly.
-        handlers = {number: signal.signal(number, lambda *_: stop.set())
+        handlers = {number: signal.signal(number, _on_signal(stop.set))
                     for number in (signal.SIGINT, signal.SIGTERM)}
         try:
             backoff.wait(stop)
@@ -564,7 +564,7 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
 
     stopping = threading.Event()
     for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, lambda *_: stopping.set())
+        signal.signal(signal_number, _on_signal(stopping.set))
     if dashboard is not None:
         click.echo(f"dashboard: {_shown(dashboard, _serve(dashboard))}", err=True)
     watches = watch_cameras(
@@ -755,6 +755,44 @@ def _unraisable(unraisable) -> None:
 def _send_again(_alarm: int, frame) -> None:
     if _stopped_by and not _finished.is_set():
         _stop(_stopped_by[0], frame)
+
+
+class _SignalRelay:
+    """Runs what a signal handler asks for on a thread of its own. A handler runs on the main
+    thread between two of its bytecodes, which can be inside an event's own lock then (in its
+    ``wait`` or ``set``): setting that event in the handler would wait for ever. The handler
+    only appends to a list and writes a byte to a pipe, which take no lock; this thread, woken
+    by the byte, does the rest. (``_stop`` sets ``_signalled`` itself: the main thread waits
+    on that event only under ``pause``'s handlers.)"""
+
+    def __init__(self):
+        self._asked: list = []
+        self._read, self._write = os.pipe()
+        threading.Thread(target=self._run, name="videvent-signal-relay", daemon=True).start()
+
+    def handler(self, action):
+        """A signal handler that has ``action()`` called on the relay's thread."""
+        def ask(_signal_number: int, _frame) -> None:
+            self._asked.append(action)
+            os.write(self._write, b"\0")
+        return ask
+
+    def _run(self) -> None:
+        while os.read(self._read, 1):
+            while self._asked:
+                self._asked.pop(0)()
+
+
+_relay: list[_SignalRelay] = []
+
+
+def _on_signal(action):
+    """A signal handler that calls ``action`` (an event's ``set``, a monitor's ``stop``) off
+    the handler (``_SignalRelay``). Called where the handler is installed, never in one: the
+    relay's thread is started on first use."""
+    if not _relay:
+        _relay.append(_SignalRelay())
+    return _relay[0].handler(action)
 
 
 def _exit(code: int) -> None:
