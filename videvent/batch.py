@@ -391,12 +391,14 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
                 cluster.close()
                 # Its workers are gone: remove the staging folders of the videos they were
                 # scanning (a remote scheduler's workers may still be writing theirs).
-                for folder, _, _ in os.walk(out):
-                    remove_stale(folder)
+                _remove_leftovers(out)
             raise
         client.close()
         if cluster is not None:
             cluster.close()
+    # Again at the end: a killed batch's worker may have been still dying when this batch
+    # made its first staging folder beside its own, and was spared then.
+    _remove_leftovers(out)
 
     summary = BatchSummary([outcomes[v] for v in videos], frames_scanned,
                            time.perf_counter() - started)
@@ -485,6 +487,12 @@ def _timeline(outcome: VideoOutcome) -> str:
         f"peak {e['peak_score']:.1f}</title></rect>" for e in outcome.events)
     return (f"<svg width='{width}' height='{height}' role='img'>"
             f"<rect width='{width}' height='{height}' fill='#eee'/>{bars}</svg>")
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Remove what dead videvent processes left anywhere in ``out`` (``remove_stale``)."""
+    for folder, _, _ in os.walk(out):
+        remove_stale(folder)
 
 
 def batch_report(outcomes: list[VideoOutcome]) -> str:
