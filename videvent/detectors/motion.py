@@ -70,7 +70,7 @@ class MotionEvidence:
             self._stats = robust_statistics(np.array(self.changes_), floor=SPREAD_FLOOR)
         median, spread = self._stats
         z = (change - median) / spread
-        return z - np.median(z)
+        return z - _median(z)
 
     def learn_one(self, x: np.ndarray) -> None:
         """Record ``x``'s change from the picture before it; ``x`` is the next one's before."""
@@ -92,3 +92,13 @@ class MotionEvidence:
         """No picture came (a blank or corrupt frame): the next one has nothing to move from."""
         self.previous_ = None
         self._scored = None
+
+
+def _median(values: np.ndarray) -> np.floating:
+    """``np.median`` of a 1-d array of finite values, the same number without its wrappers,
+    which cost six times the partition itself on a frame's blocks, every frame."""
+    half = len(values) // 2
+    if len(values) % 2:
+        return np.partition(values, half)[half]
+    low, high = np.partition(values, (half - 1, half))[half - 1:half + 1]
+    return (low + high) / 2

@@ -41,7 +41,7 @@ import cv2
 import numpy as np
 
 from ..status import FROZEN
-from .background import NOISE_FLOOR, pixel_blocks
+from .background import NOISE_FLOOR
 from .base import FrameScore
 
 # A block is unchanging while its root-mean-square change from its reference picture stays
@@ -132,7 +132,6 @@ class StaticRegions:
         self.usual_for_ = np.zeros(n_blocks, int)
         self.settled_after = max(1, int(settled_after))
         self.follow_gradual = bool(follow_gradual)
-        self._pixel_block = pixel_blocks(frame_shape, grid)
 
     @property
     def absorbed_share(self) -> float:
@@ -174,11 +173,14 @@ class StaticRegions:
         self.absorbed_ |= drifting
         renew = moving | newly
         residual = residual_image.reshape(self.frame_shape)
-        if renew.any():
-            # copyto with a mask: no gathered copy of the frame, every frame of the stream.
+        # copyto with a mask: no gathered copy of the frame, every frame of the stream; none
+        # in the usual case, where every block is renewed.
+        if renew.all():
+            np.copyto(self.reference_, picture)
+        elif renew.any():
             np.copyto(self.reference_, picture, where=self._pixels(renew))
-            if newly.any():
-                np.copyto(self.offset_, residual, where=self._pixels(newly))
+        if newly.any():
+            np.copyto(self.offset_, residual, where=self._pixels(newly))
         if self.absorbed_.any():
             # Absorbed blocks: what the model did not explain when they were absorbed (the
             # object) is taken off their residual; the model still follows the light there.
@@ -216,7 +218,10 @@ class StaticRegions:
 
     def _pixels(self, blocks: np.ndarray) -> np.ndarray:
         """A mask of the frame's pixels (channels too) from a mask of its blocks."""
-        mask = blocks[self._pixel_block]
+        # The nearest-neighbour resize that cuts the frame into blocks (``pixel_blocks``),
+        # applied to the mask: the same pixels, at a fifth of the cost of indexing by block.
+        mask = cv2.resize(blocks.astype(np.uint8).reshape(self.grid[::-1]),
+                          self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST).view(bool)
         return mask[..., None] if len(self.frame_shape) == 3 else mask
 
     def _block_rms(self, difference: np.ndarray) -> np.ndarray:
