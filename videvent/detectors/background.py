@@ -99,6 +99,9 @@ MAX_AGE_IN_WINDOWS = 5
 # third of the capacity is a majority of a window still filling. A presence that outlasts ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames
 # before it age out.
 UNUSUAL_SHARE = 1 / 3
+# Window frames whose residuals are worked out together at a refit: a multiple of four (the
+# block means average four frames in one pass), small enough for the core's cache.
+ENERGY_CHUNK = 8
 
 
 class SubspaceBackground:
@@ -148,9 +151,10 @@ class SubspaceBackground:
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
         self.frames_ = np.zeros((self.window, self.n_features), np.float32)  # one frame a row
-        # The window's residuals are worked out in here at every refit: a fresh array of the
-        # window's size each time costs more in page faults than the arithmetic.
-        self._residuals = np.zeros_like(self.frames_)
+        # The window's residuals and their products are worked out in here at every refit, a
+        # chunk of frames at a time (``_window_energies``).
+        self._residuals = np.zeros((min(self.window, ENERGY_CHUNK), self.n_features), np.float32)
+        self._products = np.zeros_like(self._residuals)
         self.cells_ = np.zeros((self.window, self.n_blocks))   # coarse picture of each frame
         self.norms_ = np.ones(self.window)                     # length of each frame
         # Each frame's mean square per block (light_invariant: the scale its light is read on).
@@ -458,13 +462,22 @@ class SubspaceBackground:
     def _window_energies(self) -> np.ndarray:
         """Block log energies of every frame of the window against the current subspace."""
         n = self.n_filled_
-        frames = self.frames_[:n]
-        outside = self._residuals[:n]
-        np.matmul(frames @ self.basis_, self.basis_.T, out=outside)
-        np.subtract(frames, outside, out=outside)
-        along = self._block_means(outside * frames) if self.light_invariant else None
-        np.multiply(outside, outside, out=outside)
-        squared = self._block_means(outside)
+        coordinates = self.frames_[:n] @ self.basis_
+        squared = np.empty((n, self.n_blocks), np.float32)
+        along = np.empty_like(squared) if self.light_invariant else None
+        # A chunk of frames at a time: its residuals and their products stay in the core's
+        # cache through the five passes over them.
+        for first in range(0, n, ENERGY_CHUNK):
+            rows = slice(first, min(n, first + ENERGY_CHUNK))
+            frames = self.frames_[rows]
+            outside = self._residuals[:len(frames)]
+            np.matmul(coordinates[rows], self.basis_.T, out=outside)
+            np.subtract(frames, outside, out=outside)
+            if self.light_invariant:
+                along[rows] = self._block_means(
+                    np.multiply(outside, frames, out=self._products[:len(frames)]))
+            np.multiply(outside, outside, out=outside)
+            squared[rows] = self._block_means(outside)
         if self.light_invariant:
             squared = self._without_light(squared, along, self.power_[:n])
         return self._log_energies(squared, self.norms_[:n])
