@@ -558,6 +558,8 @@ def neighbour_max(z: np.ndarray):
 
     ``z``: a (rows, columns) grid, or a stack of them (one value per grid, as an array).
     """
+    if z.ndim == 2:
+        return _neighbour_max_of_one(z)
     grids = z.reshape(-1, *z.shape[-2:])
     best = np.full(len(grids), -np.inf)
     if grids.shape[2] > 1:
@@ -566,7 +568,18 @@ def neighbour_max(z: np.ndarray):
         best = np.maximum(best, np.minimum(grids[:, :-1], grids[:, 1:]).max(axis=(1, 2)))
     # A grid of one block has no neighbours: its block alone.
     best = np.where(np.isfinite(best), best, grids.max(axis=(1, 2)))
-    return float(best[0]) if z.ndim == 2 else best
+    return best
+
+
+def _neighbour_max_of_one(grid: np.ndarray) -> float:
+    """``neighbour_max`` of one grid, with the same numbers and a third of the calls: a
+    frame's scores take it three times a frame."""
+    best = -np.inf
+    if grid.shape[1] > 1:
+        best = np.maximum(best, np.minimum(grid[:, :-1], grid[:, 1:]).max())
+    if grid.shape[0] > 1:
+        best = np.maximum(best, np.minimum(grid[:-1], grid[1:]).max())
+    return float(best if np.isfinite(best) else grid.max())
 
 
 def _orthonormal_rows(rows: np.ndarray) -> np.ndarray:
