@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from videvent.detectors import SubspaceWindowDetector
-from videvent.detectors.background import SubspaceBackground
+from videvent.detectors.background import SubspaceBackground, neighbour_max
 from videvent.detectors.policy import LearningSchedule
 from videvent.preprocess import BLANK, CORRUPT, FROZEN, REPEAT
 from videvent.rpca import recovery_error, sncp_scores
@@ -65,6 +65,42 @@ def test_rolling_gram_matrix_equals_the_window_products():
         model.learn_one(x.ravel())
     X = model.frames_.astype(np.float64)
     np.testing.assert_allclose(model.gram_, X @ X.T, rtol=1e-5)
+
+
+@pytest.mark.parametrize("light_invariant", [True, False])
+@pytest.mark.parametrize("shape", [SHAPE, (45, 64), (48, 64, 3)])
+def test_a_refits_window_energies_are_each_frames_own_block_energies(shape, light_invariant):
+    """The refit works the window's residuals out a few frames at a time; each frame's block
+    energies are what scoring that frame alone against the same subspace gives, whatever the
+    window's length, the grid (whole-pixel blocks or not) and the channels."""
+    rng = np.random.default_rng(3)
+    model = SubspaceBackground(shape, **{**MODEL, "window": 21, "refit_every": 5,
+                                         "light_invariant": light_invariant})
+    frames = rng.uniform(20, 200, size=(3, *shape)).astype(np.float32)
+    for i in range(21):
+        x = (frames[i % 3] * (1 + 0.01 * i) + rng.normal(0, 2, shape)).astype(np.float32)
+        model.learn_one(x.ravel())
+    alone = []
+    for x in model.frames_:
+        outside = x - model.basis_ @ (model.basis_.T @ x)
+        alone.append(model.block_energies(outside, np.linalg.norm(x), x))
+    np.testing.assert_allclose(model._window_energies(), np.array(alone), rtol=1e-4, atol=1e-4)
+
+
+def test_neighbour_max_of_one_grid_is_that_of_a_stack_of_it():
+    """Two neighbouring blocks must both reach a value for it to count, one grid or many."""
+    rng = np.random.default_rng(4)
+    grids = [rng.normal(size=shape) for shape in [(9, 16), (1, 16), (9, 1), (1, 1)]]
+    lone_peak = np.zeros((3, 4))
+    lone_peak[1, 1] = 20.0                               # one block alone: not an event
+    pair = lone_peak.copy()
+    pair[1, 2] = 8.0                                     # with a neighbour: the lower of them
+    infinite = pair.copy()
+    infinite[1, 1:3] = np.inf
+    for grid in [*grids, lone_peak, pair, infinite]:
+        assert neighbour_max(grid) == neighbour_max(np.stack([grid, grid]))[1]
+    assert neighbour_max(lone_peak) == 0.0 and neighbour_max(pair) == 8.0
+    assert neighbour_max(infinite) == np.inf and neighbour_max(np.full((1, 1), 3.0)) == 3.0
 
 
 def test_refit_gives_the_papers_subspace_of_the_window():
