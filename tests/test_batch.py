@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -296,6 +297,27 @@ def test_chunk_boundaries_are_checked_frame_by_frame():
             chunk["vectors"][0][0] += 1
     with pytest.raises(BoundaryMismatch):
         list(_decoded_chunks(InlineClient(shift_a_shared_pixel), spec, settings, ranges, 2))
+
+
+def test_a_batch_leaves_dasks_default_port_to_whoever_has_it(tmp_path):
+    """Dask's local cluster serves HTTP on 8787 by default, on every interface; a batch's
+    takes a port of its own on loopback, so another batch or program there is no matter
+    and nothing but the progress line reaches the user (it was four lines of Dask's warning)."""
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        holder.bind(("0.0.0.0", 8787))         # taken already: the same case
+        holder.listen()
+    except OSError:
+        pass
+    try:
+        result = run_cli("batch", sample("walker")[0], "--out", tmp_path / "out",
+                         "--workers", "1", "--no-plot")
+    finally:
+        holder.close()
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[1/1] walker"), result.stderr
 
 
 def test_regions_reach_the_workers(tmp_path):

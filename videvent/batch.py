@@ -364,9 +364,14 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
         try:
             if scheduler is None:
                 # Processes, one thread each: the detector holds the GIL most of the time.
+                # Dask's HTTP servers (health, metrics; no dashboard) on loopback, on ports
+                # the system picks: its default, 8787 on every interface, is another batch's
+                # or another program's, and the network has no business there.
                 cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1,
                                        threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                                       dashboard_address="127.0.0.1:0",
+                                       worker_dashboard_address="127.0.0.1:0",
+                                       scheduler_kwargs={"dashboard": False})
             client = _connect(Client, cluster or scheduler)
         except (OSError, TimeoutError, ValueError) as error:
             if cluster is not None:
