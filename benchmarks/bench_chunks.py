@@ -1,0 +1,120 @@
+"""How closely a pass started part-way through a long video, after a look-back, agrees with the
+sequential run from there on: the question a chunked scan (issue 31) stands on.
+
+Run by hand (not a test):
+
+    python benchmarks/bench_chunks.py [--at 0.4,0.7] [--lookback 0,30,90] [--work DIR]
+
+Four clips of the development set (``../shared/datasets/devset``), each looped by copying
+packets into a video of 3 to 9 minutes, made once into ``--work``: six visits (10 fps), walking
+by with exposure drift, the bottles (a lasting change), the night IR gate (insects). Each is
+scanned once from its start, then from T - L for every place T (a fraction of its length,
+``--at``) and look-back L (seconds, ``--lookback``), with ``videvent run --start-time``. From T
+on, it prints how many frames' flags differ from the sequential run's, how many of the
+sequential run's events that start after T are found by the part-way pass with both ends
+within 1 s (issue 31's tolerance), and how many events the part-way pass alone has. Both
+passes seed the start's reference from the same frames of the whole file. Skips cleanly when
+the shared development set is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_run import loop_clip  # noqa: E402
+
+DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
+CLIPS = {"intel_one_by_one_person": 4, "beweging_walking_by": 10, "intel_bottle_detection": 4,
+         "night_ir_gate": 3}                                      # clip: times looped
+TOLERANCE_S = 1.0
+
+
+def fractions(text: str) -> list[float]:
+    return [float(part) for part in text.split(",")]
+
+
+def scan(video: Path, start_s: float, out: Path) -> tuple[float, dict[int, bool], list]:
+    """The frame rate, each frame's flag and the events of ``videvent run`` from ``start_s``."""
+    command = ["videvent", "run", str(video), "--out", str(out), "-q", "--no-plot"]
+    if start_s > 0:
+        command += ["--start-time", f"{start_s:.3f}s"]
+    subprocess.run(command, check=True, capture_output=True)
+    flags = {int(row["frame"]): row["flagged"] == "1"
+             for row in csv.DictReader((out / "scores.csv").open())}
+    document = json.loads((out / "events.json").read_text())
+    events = [(event["start_time_s"], event["end_time_s"]) for event in document["events"]]
+    return document["source"]["fps"], flags, events
+
+
+def agreement(sequential, partway, place_s: float) -> tuple[int, int, int, int, int]:
+    """Frames from ``place_s`` on, frames whose flags differ, the sequential run's events that
+    start after it (a second after: the part-way pass may cut one in two), those the part-way
+    pass finds within the tolerance, and the part-way pass's own."""
+    fps, flags, events = sequential
+    _, their_flags, their_events = partway
+    first = round(place_s * fps)
+    frames = [frame for frame in flags if frame >= first and frame in their_flags]
+    differ = sum(flags[frame] != their_flags[frame] for frame in frames)
+
+    def near(a, b):
+        return abs(a[0] - b[0]) <= TOLERANCE_S and abs(a[1] - b[1]) <= TOLERANCE_S
+
+    ours = [event for event in events if event[0] >= place_s + TOLERANCE_S]
+    theirs = [event for event in their_events if event[0] >= place_s + TOLERANCE_S]
+    found = sum(any(near(event, other) for other in theirs) for event in ours)
+    own = sum(not any(near(event, other) for other in ours) for event in theirs)
+    return len(frames), differ, len(ours), found, own
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--at", type=fractions, default=[0.4, 0.7],
+                        help="places to start part-way, as fractions of the video's length")
+    parser.add_argument("--lookback", type=fractions, default=[0, 30, 90],
+                        help="seconds scanned before each place")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/videvent-chunks"))
+    args = parser.parse_args()
+    index = DEVSET / "clips.json"
+    if not index.is_file():
+        print(f"skipped: {index} is absent (the shared development set is not here)")
+        return
+    clips = json.loads(index.read_text())
+    args.work.mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for name, times in CLIPS.items():
+        video = args.work / f"{name}_x{times}.mp4"
+        loop_clip(DEVSET / clips[name]["folder"] / clips[name]["source"], video, times)
+        jobs.append((name, video, 0.0, None, None))
+    with ThreadPoolExecutor(2) as pool:
+        sequential = dict(zip(CLIPS, pool.map(
+            lambda job: scan(job[1], 0.0, args.work / f"{job[0]}_sequential"), jobs)))
+        for name, video, *_ in list(jobs):
+            fps, flags, _ = sequential[name]
+            length_s = (max(flags) + 1) / fps
+            for at in args.at:
+                for lookback in args.lookback:
+                    place = round(at * length_s, 2)
+                    jobs.append((name, video, max(0.0, place - lookback), place, lookback))
+        partway = jobs[len(CLIPS):]
+        results = pool.map(lambda job: scan(job[1], job[2], args.work / (
+            f"{job[0]}_at{job[3]}_back{job[4]:g}")), partway)
+        print(f"{'clip':26} {'from s':>7} {'look-back':>9} {'frames':>6} {'flags differ':>13} "
+              f"{'events after':>12} {'found':>5} {'own':>4}")
+        for (name, _, _, place, lookback), result in zip(partway, results):
+            frames, differ, events, found, own = agreement(sequential[name], result, place)
+            print(f"{name[:26]:26} {place:7.1f} {lookback:8g}s {frames:6d} "
+                  f"{differ:6d} {differ / max(frames, 1):6.1%} {events:12d} {found:5d} {own:4d}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
