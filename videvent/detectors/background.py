@@ -572,8 +572,8 @@ def neighbour_max(z: np.ndarray):
 
 
 def _neighbour_max_of_one(grid: np.ndarray) -> float:
-    """``neighbour_max`` of one grid, with the same numbers and a third of the calls: a
-    frame's scores take it three times a frame."""
+    """``neighbour_max`` of one grid: the same number without the stacked path's arrays (a
+    frame's score takes it three times)."""
     best = -np.inf
     if grid.shape[1] > 1:
         best = np.maximum(best, np.minimum(grid[:, :-1], grid[:, 1:]).max())
