@@ -8,9 +8,10 @@ import pytest
 from videvent.detectors import SubspaceWindowDetector
 from videvent.detectors.background import SubspaceBackground, neighbour_max
 from videvent.detectors.policy import LearningSchedule
-from videvent.preprocess import BLANK, CORRUPT, FROZEN, REPEAT
+from videvent.preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT
 from videvent.rpca import recovery_error, sncp_scores
 from videvent.rpca.subspace import principal_directions
+from videvent.status import WARMUP
 
 SHAPE = (48, 64)
 PATCH = (slice(8, 22), slice(10, 26))         # the event's place (top left)
@@ -409,20 +410,37 @@ def test_an_all_zero_frame_fed_as_ok_scores_zero_not_nan():
     assert np.isfinite([result.residual, result.score]).all()
 
 
-@pytest.mark.parametrize("health", [REPEAT, FROZEN])
-def test_repeated_frames_repeat_the_verdict_and_stay_out_of_the_window(health):
-    """A repeat (a still scene coded as one) is reported as the frame it repeats was, a frozen
-    source as frozen; neither is learned."""
+def test_a_frozen_frame_keeps_the_verdict_before_it_and_stays_out_of_the_window():
+    """A frozen source (a picture that stood exactly still for long) is reported as the frame
+    before it was, with the status frozen, and is not learned."""
     frames = scene(np.random.default_rng(10), 50)
     detector = Detector(window=30, stride=1)
     previous = feed(detector, frames)[-1]
     filled, learned = detector.model.n_filled_, detector.model.n_learned_
-    again = detector.process_frame(50, 5.0, frames[-1].ravel(), health, explain=True)
+    again = detector.process_frame(50, 5.0, frames[-1].ravel(), FROZEN, explain=True)
     assert (again.index, again.time_s) == (50, 5.0)
     assert (again.residual, again.score) == (previous.residual, previous.score)
-    assert again.status == (FROZEN if health == FROZEN else previous.status)
+    assert again.status == FROZEN
     assert detector.model.n_filled_ == filled and detector.model.n_learned_ == learned
     assert not again.admitted
+
+
+def test_a_still_scene_coded_as_repeats_is_a_moment_of_the_scene_like_any_other():
+    """A low bit rate codes a still room as repeats of a frame. They are scored and learned as
+    the schedule says, so the warm-up lasts the same time (and the window holds the same
+    frames) whether the encoder repeated or not."""
+    frames = scene(np.random.default_rng(12), 80)
+    for i in range(1, 80, 2):
+        frames[i] = frames[i - 1]                        # every other frame a repeat
+    plain, coded = Detector(window=30, stride=2), Detector(window=30, stride=2)
+    plain_results = feed(plain, frames)
+    coded_results = [coded.process_frame(i, i / 10, x.ravel(), REPEAT if i % 2 else OK)
+                     for i, x in enumerate(frames)]
+    assert ([r.status for r in coded_results] == [r.status for r in plain_results])
+    assert WARMUP in {r.status for r in coded_results} and coded_results[-1].status == OK
+    assert coded.model.n_learned_ == plain.model.n_learned_ > 30
+    assert any(r.admitted for i, r in enumerate(coded_results) if i % 2)
+    assert np.array_equal(scores_of(coded_results), scores_of(plain_results))
 
 
 @pytest.mark.parametrize("kwargs, message", [

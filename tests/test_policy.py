@@ -1,5 +1,5 @@
 """The detector's policy objects, each alone: what becomes background, when darkness is the
-scene, the light switch, repeats and the start's second judge decide as their docstrings say."""
+scene, the light switch, a frozen picture and the start's second judge decide as their docstrings say."""
 
 from collections import deque
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from videvent.detectors.base import FrameScore
-from videvent.detectors.policy import (MIN_RECENT, SETTLED_MOTION, DarkScene, LightSwitch,
-                                       Repeats, StartReference, StaticRegions)
-from videvent.preprocess import FROZEN, REPEAT
+from videvent.detectors.policy import (MIN_RECENT, SETTLED_MOTION, DarkScene, FrozenPicture,
+                                       LightSwitch, StartReference, StaticRegions)
+from videvent.preprocess import FROZEN
 
 SHAPE = (40, 40)
 GRID = (4, 4)                                   # 16 blocks of 10 x 10 pixels
@@ -215,14 +215,13 @@ def test_a_cameras_first_light_is_no_switch_until_it_has_held():
     assert after_darkness.score(0.64, recent) >= HOT
 
 
-def test_a_repeat_gets_the_verdict_before_it_and_is_never_learned():
-    repeats = Repeats()
-    assert repeats.verdict(0, 0.0, REPEAT) is None
-    before = repeats.remember(FrameScore(7, 0.7, 0.2, 9.0, "ok", True, True))
-    again = repeats.verdict(8, 0.8, REPEAT)
+def test_a_frozen_picture_gets_the_verdict_before_it_and_is_never_learned():
+    frozen = FrozenPicture()
+    assert frozen.verdict(0, 0.0) is None
+    frozen.remember(FrameScore(7, 0.7, 0.2, 9.0, "ok", True, True))
+    again = frozen.verdict(8, 0.8)
     assert (again.index, again.time_s, again.residual, again.score) == (8, 0.8, 0.2, 9.0)
-    assert again.status == before.status and not again.admitted and not again.absorbed
-    assert repeats.verdict(9, 0.9, FROZEN).status == FROZEN
+    assert again.status == FROZEN and not again.admitted and not again.absorbed
 
 
 def test_the_start_reference_stays_goes_or_takes_over():

@@ -26,9 +26,10 @@ anomaly detector it protects, so each can be tested alone.
   hide from the model) and keeps a switched light one event until the exposure has settled.
 - ``StartReference`` holds a second judge of the start, seeded from frames spread over the
   whole file, and decides when it goes or takes over (see its docstring).
-- ``Repeats`` gives a repeated or frozen picture the verdict of the picture before.
+- ``FrozenPicture`` gives a frozen picture (a stalled source) the verdict of the picture before.
 
-Each is one mechanism with one name (``settings.MECHANISMS``) that ``--without`` turns off.
+The mechanisms among them have a name each (``settings.MECHANISMS``) that ``--without`` turns
+off (the start's judge: ``--no-start-reference``).
 """
 
 from __future__ import annotations
@@ -404,10 +405,13 @@ class LightSwitch:
         return step
 
 
-class Repeats:
-    """A picture repeated (a stalled source, or a still scene coded as a repeat) gets the
-    verdict of the picture before, and is never learned: a column repeated in the window
-    splits its leverage and looks more inlier-like than it is."""
+class FrozenPicture:
+    """A picture that has stood exactly still for long (``HealthCheck``: a stalled decoder or
+    camera) gets the verdict of the picture before, and is never learned: it says nothing of
+    the scene's time since. A short run of repeats is not frozen: a still scene that a low bit
+    rate coded as repeats is a moment of the scene like any other, scored and learned (else
+    the warm-up and the schedule would stretch wherever the encoder repeats, and the window
+    would hold fewer of a still room's frames than of the frames where something moves)."""
 
     def __init__(self):
         self.previous_: FrameScore | None = None
@@ -416,13 +420,12 @@ class Repeats:
         self.previous_ = verdict
         return verdict
 
-    def verdict(self, index: int, time_s: float, health: str) -> FrameScore | None:
-        """The repeat's verdict (None before any picture was judged)."""
+    def verdict(self, index: int, time_s: float) -> FrameScore | None:
+        """The frozen frame's verdict (None before any picture was judged)."""
         if self.previous_ is None:
             return None
         return replace(self.previous_, index=index, time_s=time_s, admitted=False,
-                       absorbed=False,
-                       status=FROZEN if health == FROZEN else self.previous_.status)
+                       absorbed=False, status=FROZEN)
 
 
 class StartReference:

@@ -11,11 +11,12 @@ span the background (the frames it learned while finding them unusual hold at mo
 the window, below the vote's breakdown point).
 
 A ``SceneJudge`` is one model and the policy that runs it: darkness, the light switch, static
-regions, the learning schedule. The detector holds one, the motion evidence, repeats, and on a
-file a ``StartReference``: a second judge seeded from frames spread over the whole file
-(``seed_reference``), which judges the warm-up alongside the model and takes over if the model
-learned a presence whose leaving it would score as a ghost. ``seed`` instead builds the model
-itself from such frames first (the paper's batch setting).
+regions, the learning schedule. The detector holds one, the motion evidence, the verdict a
+frozen picture keeps (``FrozenPicture``), and on a file a ``StartReference``: a second judge
+seeded from frames spread over the whole file (``seed_reference``), which judges the warm-up
+alongside the model and takes over if the model learned a presence whose leaving it would
+score as a ghost. ``seed`` instead builds the model itself from such frames first (the
+paper's batch setting).
 
 Every time is in frames here; ``from_settings`` is the one place they are derived from the
 settings' seconds and the frame rate.
@@ -30,13 +31,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..preprocess import frame_health
-from ..status import BLANK, CORRUPT, FROZEN, OK, REPEAT, WARMUP
+from ..status import BLANK, CORRUPT, FROZEN, OK, WARMUP
 from .background import METHODS, SubspaceBackground, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
 from .policy import (BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MIN_RECENT,
                      SCENE_CHANGE_SHARE, DarkScene, LearningSchedule, LightSwitch, RecentFrames,
-                     Repeats, StartReference, StaticRegions)
+                     FrozenPicture, StartReference, StaticRegions)
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -354,7 +355,7 @@ class SubspaceWindowDetector:
         self.motion = None if "motion" in self.judge.without else MotionEvidence(
             self.frame_shape, self.model.grid, history=static_after or self.judge.warmup,
             refresh=self.settle_frames)
-        self.repeats = Repeats()
+        self.frozen = FrozenPicture()
         self.seeded_ = 0                                  # frames the model was seeded with
         self.start_reference_: StartReference | None = None  # see ``seed_reference``
         self.start_reference_frames_ = 0                  # frames that twin was seeded with
@@ -429,10 +430,10 @@ class SubspaceWindowDetector:
                 self.motion.forget_picture()
             # No picture to score: reported through the status, never as NaN or an event.
             return FrameScore(index, time_s, 0.0, 0.0, health, False)
-        if health in (REPEAT, FROZEN):
-            repeated = self.repeats.verdict(index, time_s, health)
-            if repeated is not None:
-                return repeated
+        if health == FROZEN:
+            held = self.frozen.verdict(index, time_s)
+            if held is not None:
+                return held
         motion_z = None
         if self.motion is not None:
             motion_z = self.motion.score_one(x)
@@ -444,7 +445,7 @@ class SubspaceWindowDetector:
             self.start_reference_ = None       # a new scene: the file's look says nothing of it
         if self.start_reference_ is not None and z is not None:
             verdict = self._with_start_reference(verdict, z, x, explain)
-        return self.repeats.remember(verdict)
+        return self.frozen.remember(verdict)
 
     def _with_start_reference(self, verdict: FrameScore, z: np.ndarray, x: np.ndarray,
                               explain: bool | float) -> FrameScore:
