@@ -436,7 +436,7 @@ def test_a_still_scene_coded_as_repeats_is_a_moment_of_the_scene_like_any_other(
     plain_results = feed(plain, frames)
     coded_results = [coded.process_frame(i, i / 10, x.ravel(), REPEAT if i % 2 else OK)
                      for i, x in enumerate(frames)]
-    assert ([r.status for r in coded_results] == [r.status for r in plain_results])
+    assert [r.status for r in coded_results] == [r.status for r in plain_results]
     assert WARMUP in {r.status for r in coded_results} and coded_results[-1].status == OK
     assert coded.model.n_learned_ == plain.model.n_learned_ > 30
     assert any(r.admitted for i, r in enumerate(coded_results) if i % 2)

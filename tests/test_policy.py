@@ -1,5 +1,6 @@
 """The detector's policy objects, each alone: what becomes background, when darkness is the
-scene, the light switch, a frozen picture and the start's second judge decide as their docstrings say."""
+scene, the light switch, a frozen picture and the start's second judge decide as their
+docstrings say."""
 
 from collections import deque
 
