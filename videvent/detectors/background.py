@@ -96,8 +96,9 @@ MAX_AGE_IN_WINDOWS = 5
 # replaces the oldest of them. The per-block vote is a median, which a presence that fills half
 # the window would carry; a third stays below that breakdown point with room for a second
 # presence in the same place. Counted against the frames held, not the window's capacity: a
-# third of the capacity is a majority of a window still filling. A presence that outlasts ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames
-# before it age out.
+# third of the capacity is a majority of a window still filling. A presence that outlasts
+# ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames before it age
+# out.
 UNUSUAL_SHARE = 1 / 3
 # Window frames whose residuals are worked out together at a refit: a multiple of four (the
 # block means average four frames in one pass), small enough for the core's cache.
