@@ -65,6 +65,7 @@ class Feeder(threading.Thread):
         self.sinks, self.settings, self.frames, self.files = sinks, settings, frames, files
         self.lost: set[int] = set()
         self.event_ended = threading.Event()   # set once the event's files are handed over
+        self.fed_ = 0                          # steps fed so far
         self._stopping = threading.Event()
 
     def lose(self, camera: int) -> None:
@@ -113,6 +114,7 @@ class Feeder(threading.Thread):
                         sink.on_event_end(event, self.files)
                         self.event_ended.set()
             step += 1
+            self.fed_ = step
             self._stopping.wait(1 / FEED_FPS)   # the pace of a live camera
 
     def wait_for_the_event_to_end(self) -> None:
@@ -120,6 +122,9 @@ class Feeder(threading.Thread):
         # feeder's progress, not on the clock (pytest-timeout ends a feeder that hangs).
         while not self.event_ended.wait(0.1):
             assert self.is_alive(), "the feeder stopped before the event ended"
+            fed_past_the_end = self.fed_ > EVENT_STEPS[2]
+            assert self.event_ended.is_set() or not fed_past_the_end, (
+                "the event's end was fed while camera 0 was lost")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -258,6 +263,9 @@ def assert_lost_while_the_other_updates(page, lost: int, other: int) -> None:
 
 def test_a_lost_camera_shows_lost_while_the_other_keeps_updating(served, page):
     _, feeder, url, _ = served
+    # The event's frames go to camera 0: lost while they played, its event would never end,
+    # and the tests that wait for that end would wait in vain.
+    feeder.wait_for_the_event_to_end()
     open_live(page, url)
     page.wait_for_function(f"({PICTURE})(1).spread > 10", timeout=WAIT_MS)
     feeder.lose(0)
