@@ -25,14 +25,14 @@ settings' seconds and the frame rate.
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..preprocess import frame_health
 from ..status import BLANK, CORRUPT, FROZEN, OK, WARMUP
-from .background import METHODS, SubspaceBackground, brightness_of, neighbour_max
+from .background import METHODS, Assessment, SubspaceBackground, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
 from .policy import (BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MIN_RECENT,
@@ -67,6 +67,16 @@ def frame_parameters(settings: "Settings", fps: float, method: str | None = None
 def _at_least_one(frames: int | None) -> int | None:
     """A time shorter than a frame at this rate (0.01 s at 25 fps) is one frame."""
     return None if frames is None else max(1, frames)
+
+
+@dataclass
+class _Look:
+    """The model's view of a frame: its assessment, and the block z-scores and residual image
+    the verdict uses (the assessment's, or patched by the policy)."""
+
+    assessment: Assessment
+    z: np.ndarray
+    residual_image: np.ndarray
 
 
 class SceneJudge:
@@ -130,90 +140,126 @@ class SceneJudge:
     def judge(self, index: int, time_s: float, x: np.ndarray, motion_z: np.ndarray | None,
               explain: bool | float) -> tuple[FrameScore, np.ndarray | None]:
         """The verdict on a frame with a picture, and the model's block z-scores of it (None
-        when darkness judged it). The model learns it if the schedule says so."""
-        model = self.model
-        rebuilt = False
-        if self.dark is not None:
-            if self.dark.lit(x):
-                # The picture that came out of the dark has stood still: it is the background.
-                recent = list(self.recent.frames)
-                self.rebuild(recent[max(0, len(recent) + 1 - self.warmup):] + [x])
-                rebuilt = True
-            elif self.dark.active_ and not self._known_scene(x):
-                return self._against_darkness(index, time_s, x, explain), None
-        assessment = model.score_one(x)
-        warming_up = not model.ready or self.schedule.warming_up
-        z = self.block_z(assessment.block_energies)
-        residual_image = assessment.residual_image
+        when darkness judged it). The model learns it if the schedule says so.
+
+        In order: darkness, the model's look at the frame, then (past the warm-up) a settled
+        light that changed the scene and the lasting changes, which may patch that look or
+        rebuild the model; the frame's score; what the model learns."""
+        rebuilt = self._out_of_darkness(x)
+        if rebuilt is None:
+            return self._against_darkness(index, time_s, x, explain), None
+        look = self._look(x)
+        warming_up = not self.model.ready or self.schedule.warming_up
+        # Before the settled light is read below: scoring the step counts the light's time.
         brightness_score = (0.0 if "brightness_step" in self.without
-                            else self.light.score(assessment.brightness, self.recent.brightness))
+                            else self.light.score(look.assessment.brightness,
+                                                  self.recent.brightness))
         unusual_to_model = None           # block z-scores that say whether the frame is unusual
-        if (not warming_up and self.static_after is not None
-                and self.light.settled_for_ == self.settle_frames
-                and "scene_rebuild" not in self.without
-                and self._light_changed_scene(z)):
-            # A switched light settled and has held since: the new light is the scene. Rebuild
-            # from the frames since it settled, as from those that came out of darkness.
-            recent = list(self.recent.frames)
-            since = recent[len(recent) + 1 - self.settle_frames:] + [x]
-            if len(since) > model.rank + 1:
-                self.rebuild(since)
-                rebuilt = True
-                assessment = model.score_one(x, norm=assessment.norm)
-                z = self.block_z(assessment.block_energies)
-                residual_image = assessment.residual_image
         if not warming_up and self.static_after is not None:
-            raw_z = z
-            recent = self.recent.frames
-            z, residual_image = self.regions.update(
-                x, z, residual_image, lambda image: self.block_z(
-                    model.block_energies(image, max(assessment.norm, 1e-12), x)),
-                previous=recent[-1] if recent else None)
-            # Blocks that follow a gradual change are light to the events, but still unusual
-            # to the model: what it learns there while they follow (a person whose arrival
-            # moved the exposure) must count against the presence share, not as background.
-            if self.regions.following_.any():
-                unusual_to_model = np.where(self.regions.following_, raw_z, z)
-            if self._scene_changed(z):
-                # The whole scene changed and stayed so (a light switched and left on, most
-                # blocks static at once), and nothing in it moves: rebuild from the recent
-                # frames, which would otherwise hold whoever still moves about as the scene.
-                self.rebuild(list(self.recent.frames))
+            if self._settled_light_changed_scene(x, look.z):
+                look = self._look(x, norm=look.assessment.norm)
                 rebuilt = True
-                unusual_to_model = None
-                assessment = model.score_one(x, norm=assessment.norm)
-                z = self.block_z(assessment.block_energies)
-                residual_image = assessment.residual_image
-        self.recent.add(x, assessment.brightness)
-        score = model_score = 0.0
-        if model.ready:
-            model_score = max(neighbour_max(z.reshape(model.grid[::-1])), brightness_score)
-            score = model_score
-            if unusual_to_model is not None:
-                model_score = max(model_score,
-                                  neighbour_max(unusual_to_model.reshape(model.grid[::-1])))
-            if motion_z is not None:
-                score = max(score, neighbour_max(motion_z.reshape(model.grid[::-1])))
-            if warming_up and "warmup_damping" not in self.without:
-                # Scored from the first frames, so that someone in view from the start is found;
-                # but statistics of a second's frames have not seen a tree's gusts yet, so the
-                # scores count for the share of the warm-up seen.
-                score *= self.schedule.elapsed_ / self.warmup
+            look, unusual_to_model, changed = self._lasting_changes(x, look)
+            rebuilt |= changed
+        self.recent.add(x, look.assessment.brightness)
+        score, model_score = self._scores(look.z, brightness_score, unusual_to_model, motion_z,
+                                          warming_up)
         learned = self.schedule.should_learn()
         if learned:
             # Unusual to the model itself (what its window holds is its business, not what
             # moves: a busy lane is usual there, and its cars still flagged by their motion).
-            model.learn_one(x, energies=None if warming_up else assessment.block_energies,
-                            norm=assessment.norm,
-                            unusual=not warming_up and model_score >= self.hot)
+            self.model.learn_one(
+                x, energies=None if warming_up else look.assessment.block_energies,
+                norm=look.assessment.norm, unusual=not warming_up and model_score >= self.hot)
         explanation = {}
-        if model.ready and (explain is True or (explain is not False and score >= explain)):
-            blocks = z if motion_z is None else np.maximum(z, motion_z)
-            explanation = {"residual_image": residual_image.reshape(self.frame_shape),
-                           "block_scores": blocks.reshape(model.grid[::-1])}
-        verdict = FrameScore(index, time_s, assessment.residual, score,
+        if self.model.ready and (explain is True or (explain is not False and score >= explain)):
+            blocks = look.z if motion_z is None else np.maximum(look.z, motion_z)
+            explanation = {"residual_image": look.residual_image.reshape(self.frame_shape),
+                           "block_scores": blocks.reshape(self.model.grid[::-1])}
+        verdict = FrameScore(index, time_s, look.assessment.residual, score,
                              WARMUP if warming_up else OK, learned, rebuilt, **explanation)
-        return verdict, z
+        return verdict, look.z
+
+    def _out_of_darkness(self, x: np.ndarray) -> bool | None:
+        """Whether the picture that came out of a lasting darkness has stood still, so the
+        model was rebuilt from it (True), or not (False); None: darkness judges the frame."""
+        if self.dark is None:
+            return False
+        if self.dark.lit(x):
+            # The picture that came out of the dark has stood still: it is the background.
+            recent = list(self.recent.frames)
+            self.rebuild(recent[max(0, len(recent) + 1 - self.warmup):] + [x])
+            return True
+        if self.dark.active_ and not self._known_scene(x):
+            return None
+        return False
+
+    def _look(self, x: np.ndarray, norm: float | None = None) -> _Look:
+        """The model's assessment of ``x`` and its block z-scores."""
+        assessment = self.model.score_one(x, norm=norm)
+        return _Look(assessment, self.block_z(assessment.block_energies),
+                     assessment.residual_image)
+
+    def _settled_light_changed_scene(self, x: np.ndarray, z: np.ndarray) -> bool:
+        """A switched light settled just now and the model does not explain it: the new light
+        is the scene, and the model is rebuilt from the frames since it settled, as from those
+        that came out of darkness. Returns whether it was."""
+        if (self.light.settled_for_ != self.settle_frames or "scene_rebuild" in self.without
+                or not self._light_changed_scene(z)):
+            return False
+        recent = list(self.recent.frames)
+        since = recent[len(recent) + 1 - self.settle_frames:] + [x]
+        if len(since) <= self.model.rank + 1:
+            return False
+        self.rebuild(since)
+        return True
+
+    def _lasting_changes(self, x: np.ndarray, look: _Look
+                         ) -> tuple[_Look, np.ndarray | None, bool]:
+        """The look with absorbed blocks scored against their own pictures
+        (``StaticRegions``), the block z-scores that say whether the frame is unusual to the
+        model (None: the look's), and whether the whole scene changed, so the model was
+        rebuilt from the recent frames."""
+        model = self.model
+        raw_z = look.z
+        recent = self.recent.frames
+        norm = max(look.assessment.norm, 1e-12)
+        z, residual_image = self.regions.update(
+            x, look.z, look.residual_image,
+            lambda image: self.block_z(model.block_energies(image, norm, x)),
+            previous=recent[-1] if recent else None)
+        look = _Look(look.assessment, z, residual_image)
+        # Blocks that follow a gradual change are light to the events, but still unusual
+        # to the model: what it learns there while they follow (a person whose arrival
+        # moved the exposure) must count against the presence share, not as background.
+        unusual_to_model = (np.where(self.regions.following_, raw_z, z)
+                            if self.regions.following_.any() else None)
+        if not self._scene_changed(z):
+            return look, unusual_to_model, False
+        # The whole scene changed and stayed so (a light switched and left on, most blocks
+        # static at once), and nothing in it moves: rebuild from the recent frames, which
+        # would otherwise hold whoever still moves about as the scene.
+        self.rebuild(list(self.recent.frames))
+        return self._look(x, norm=look.assessment.norm), None, True
+
+    def _scores(self, z: np.ndarray, brightness_score: float,
+                unusual_to_model: np.ndarray | None, motion_z: np.ndarray | None,
+                warming_up: bool) -> tuple[float, float]:
+        """The frame's score and the score that says whether it is unusual to the model."""
+        if not self.model.ready:
+            return 0.0, 0.0
+        grid = self.model.grid[::-1]
+        model_score = score = max(neighbour_max(z.reshape(grid)), brightness_score)
+        if unusual_to_model is not None:
+            model_score = max(model_score, neighbour_max(unusual_to_model.reshape(grid)))
+        if motion_z is not None:
+            score = max(score, neighbour_max(motion_z.reshape(grid)))
+        if warming_up and "warmup_damping" not in self.without:
+            # Scored from the first frames, so that someone in view from the start is found;
+            # but statistics of a second's frames have not seen a tree's gusts yet, so the
+            # scores count for the share of the warm-up seen.
+            score *= self.schedule.elapsed_ / self.warmup
+        return score, model_score
 
     # -- the model's state -------------------------------------------------------------------
     def seed(self, frames: list[np.ndarray], pinned: bool) -> int:
