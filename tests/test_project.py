@@ -273,3 +273,23 @@ def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT,
                              capture_output=True, text=True)
     assert sorted(ignored.stdout.split()) == sorted(written)
+
+
+# The development clips' names and their sources' (``../shared/datasets/devset``), and the
+# paper's WavingTrees sequence: what quality is measured on, never a reason in the code.
+# Compared without case, spaces, hyphens or underscores.
+MEASURED_ON = ("aboda", "beweging", "i2r", "cdnet", "onebyone", "bottledetection", "dvrscan",
+               "motorway", "nightir", "bgslibrary", "wallflower", "wavingtrees", "walkingby",
+               "lightout", "darklight", "darknesstolight", "alternatinglight", "personvisit")
+
+
+def test_no_detector_constant_or_comment_names_a_clip_it_was_measured_on():
+    """The detector's constants and rules rest on principles, not on a clip: no line of the
+    detector or of the preprocessing names one of the clips its quality is measured on
+    (a scene's kind, 'a waving tree', 'an escalator', is no clip)."""
+    files = [*(ROOT / "videvent" / "detectors").glob("*.py"), ROOT / "videvent" / "preprocess.py"]
+    named = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in files
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if any(name in re.sub(r"[\s_-]", "", line.lower()) for name in MEASURED_ON)]
+    assert len(files) > 5 and named == []
