@@ -187,12 +187,17 @@ class SceneJudge:
             return False
         if self.dark.lit(x):
             # The picture that came out of the dark has stood still: it is the background.
-            recent = list(self.recent.frames)
-            self.rebuild(recent[max(0, len(recent) + 1 - self.warmup):] + [x])
+            self.rebuild(self._last_frames(self.warmup, x))
             return True
         if self.dark.active_ and not self._known_scene(x):
             return None
         return False
+
+    def _last_frames(self, count: int, x: np.ndarray) -> list[np.ndarray]:
+        """The last ``count`` frames with a picture (fewer if fewer were seen), ``x`` the last
+        of them: what a rebuild starts from."""
+        recent = list(self.recent.frames)
+        return recent[max(0, len(recent) + 1 - count):] + [x]
 
     def _look(self, x: np.ndarray, norm: float | None = None) -> _Look:
         """The model's assessment of ``x`` and its block z-scores."""
@@ -207,8 +212,7 @@ class SceneJudge:
         if (self.light.settled_for_ != self.settle_frames or "scene_rebuild" in self.without
                 or not self._light_changed_scene(z)):
             return False
-        recent = list(self.recent.frames)
-        since = recent[len(recent) + 1 - self.settle_frames:] + [x]
+        since = self._last_frames(self.settle_frames, x)
         if len(since) <= self.model.rank + 1:
             return False
         self.rebuild(since)
