@@ -761,3 +761,17 @@ def test_a_signal_whose_exception_python_loses_still_stops_in_one_line(command):
                             text=True, timeout=60)
     assert (result.returncode, result.stderr, result.stdout) == (
         143, "videvent: stopped by SIGTERM; nothing half-written was left\n", "")
+
+
+def test_a_stop_as_the_staging_folder_is_made_leaves_nothing(tmp_path, monkeypatch):
+    # SIGTERM (or Ctrl-C) can land just after the staging folder appears, before the result
+    # folder's ``with`` block exists to remove it: the folder must go all the same.
+    from videvent.output import folder as result_folder
+
+    def stopped(_folder):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(result_folder, "mark", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        ResultFolder(tmp_path / "result")
+    assert list(tmp_path.iterdir()) == []

@@ -192,6 +192,7 @@ class ResultFolder:
         self.destination = check_destination(destination)
         self.replaces = replaces
         parent = self.destination.parent
+        self.staging = None
         try:
             parent.mkdir(parents=True, exist_ok=True)
             remove_stale(parent)
@@ -201,6 +202,11 @@ class ResultFolder:
             self.discard()
             raise ValueError(f"cannot write results into '{parent}': "
                              f"{error.strerror or error}") from None
+        except BaseException:
+            # Stopped (Ctrl-C, SIGTERM) as the staging folder was being made: no ``with``
+            # block is there yet to remove it.
+            self.discard()
+            raise
 
     def path(self, filename: str) -> Path:
         """Where to write ``filename`` while the run is under way."""
@@ -241,7 +247,7 @@ class ResultFolder:
         return target
 
     def discard(self) -> None:
-        if getattr(self, "staging", None) is not None:
+        if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
 
     def __enter__(self) -> "ResultFolder":
