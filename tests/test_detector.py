@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from videvent.detectors import SubspaceWindowDetector
+from videvent.detectors import background
 from videvent.detectors.background import SubspaceBackground, neighbour_max
 from videvent.detectors.policy import LearningSchedule
 from videvent.preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT
@@ -473,6 +474,35 @@ def test_a_presence_longer_than_the_window_spans_stays_one_event_with_no_ghost()
     assert (scores[100:250] > 7).all()
     assert (scores[255:] < 4.5).all()
 
+
+def test_a_pass_started_its_look_back_before_a_place_gives_the_verdicts_from_there(
+        monkeypatch):
+    """The window forgets (issue 26): a pass started ``look_back`` frames before a place gives
+    the verdicts, from there, of the pass that started at the beginning, which started with
+    someone standing (a live start learns them: a ghost when they leave) and forgets them as
+    the frames of its start age out; someone else comes much later. (Where two backgrounds
+    each hold themselves, which one a pass keeps depends on its start: see the README.)"""
+    rng = np.random.default_rng(5)
+    frames = add_patch(scene(rng, 800), 0, 59)
+    add_patch(frames, 700, 740, where=OTHER)
+    parameters = dict(window=20, stride=3, static_after=None)   # memory: the window's alone
+
+    def flags_from(place, look_back):
+        results = feed(Detector(**parameters), frames[place - look_back:],
+                       start=place - look_back)
+        return [r.score >= 4.5 for r in results[look_back:]]
+
+    look_back = Detector(**parameters).look_back
+    assert look_back == 5 * 20 * 3 + 25
+    from_start = scores_of(feed(Detector(**parameters), frames))
+    assert (from_start[60:120] > 4.5).all()                     # the ghost of the start
+    place = 500
+    assert flags_from(place, look_back) == list(from_start[place:] >= 4.5)
+    assert (from_start[700:741] >= 4.5).all() and (from_start[745:] < 4.5).all()
+    # A window that kept its start's frames for good would still see the ghost there.
+    monkeypatch.setattr(background, "MAX_AGE_IN_WINDOWS", 10 ** 6)
+    unbounded = scores_of(feed(Detector(**parameters), frames))
+    assert (unbounded[place:700] > 4.5).all()
 
 def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles():
     rng = np.random.default_rng(13)

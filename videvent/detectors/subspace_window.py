@@ -32,7 +32,8 @@ import numpy as np
 
 from ..preprocess import frame_health
 from ..status import BLANK, CORRUPT, FROZEN, OK, WARMUP
-from .background import METHODS, Assessment, SubspaceBackground, brightness_of, neighbour_max
+from .background import (MAX_AGE_IN_WINDOWS, METHODS, Assessment, SubspaceBackground,
+                         brightness_of, neighbour_max)
 from .base import FrameScore
 from .motion import MotionEvidence
 from .policy import (BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MIN_RECENT,
@@ -422,6 +423,16 @@ class SubspaceWindowDetector:
     @property
     def model(self) -> SubspaceBackground:
         return self.judge.model
+
+    @property
+    def look_back(self) -> int:
+        """How far back the window's memory reaches, in frames: no frame learned longer ago
+        stays in it (``MAX_AGE_IN_WINDOWS`` windows of learning, a window's span each once the
+        schedule is steady; a fresh start learns as many in that time), and a start's warm-up
+        is over by then. Not a bound on everything a pass keeps: where two backgrounds each
+        hold themselves (a scene occupied most of the time, see ``UNUSUAL_SHARE``), which one
+        the window holds depends on where the pass started."""
+        return MAX_AGE_IN_WINDOWS * self.judge.schedule.span + self.judge.warmup
 
     @property
     def absorbed_blocks(self) -> np.ndarray:
