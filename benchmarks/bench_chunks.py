@@ -3,11 +3,14 @@ sequential run from there on: the question a chunked scan (issue 31) stands on.
 
 Run by hand (not a test):
 
-    python benchmarks/bench_chunks.py [--at 0.4,0.7] [--lookback 0,30,90] [--work DIR]
+    python benchmarks/bench_chunks.py [--at 0.5,0.8] [--lookback 60,300,360] [--minutes 15]
+                                      [--work DIR]
 
 Four clips of the development set (``../shared/datasets/devset``), each looped by copying
-packets into a video of 3 to 9 minutes, made once into ``--work``: six visits (10 fps), walking
-by with exposure drift, the bottles (a lasting change), the night IR gate (insects). Each is
+packets into a video of at least ``--minutes`` (and at least three loops), made once into
+``--work``: six visits (10 fps), walking by with exposure drift, the bottles (a lasting
+change), the night IR gate (insects). It prints first the detector's ``look_back`` at the
+default settings, the bound of its window's memory (300 s is five windows' spans). Each is
 scanned once from its start, then from T - L for every place T (a fraction of its length,
 ``--at``) and look-back L (seconds, ``--lookback``), with ``videvent run --start-time``. From T
 on, it prints how many frames' flags differ from the sequential run's, how many of the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import json
 import subprocess
 import sys
@@ -32,9 +36,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_run import loop_clip  # noqa: E402
 
+from videvent.detectors import SubspaceWindowDetector  # noqa: E402
+from videvent.settings import Settings  # noqa: E402
+
 DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
-CLIPS = {"intel_one_by_one_person": 4, "beweging_walking_by": 10, "intel_bottle_detection": 4,
-         "night_ir_gate": 3}                                      # clip: times looped
+CLIPS = ("intel_one_by_one_person", "beweging_walking_by", "intel_bottle_detection",
+         "night_ir_gate")
 TOLERANCE_S = 1.0
 
 
@@ -53,6 +60,12 @@ def scan(video: Path, start_s: float, out: Path) -> tuple[float, dict[int, bool]
     document = json.loads((out / "events.json").read_text())
     events = [(event["start_time_s"], event["end_time_s"]) for event in document["events"]]
     return document["source"]["fps"], flags, events
+
+
+def look_back_seconds(fps: float = 25.0) -> float:
+    """``SubspaceWindowDetector.look_back`` at the default settings, in seconds."""
+    detector = SubspaceWindowDetector.from_settings(Settings(), (90, 160), fps)
+    return detector.look_back / fps
 
 
 def agreement(sequential, partway, place_s: float) -> tuple[int, int, int, int, int]:
@@ -77,10 +90,12 @@ def agreement(sequential, partway, place_s: float) -> tuple[int, int, int, int, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--at", type=fractions, default=[0.4, 0.7],
+    parser.add_argument("--at", type=fractions, default=[0.5, 0.8],
                         help="places to start part-way, as fractions of the video's length")
-    parser.add_argument("--lookback", type=fractions, default=[0, 30, 90],
+    parser.add_argument("--lookback", type=fractions, default=[60, 300, 360],
                         help="seconds scanned before each place")
+    parser.add_argument("--minutes", type=float, default=15.0,
+                        help="shortest length of a looped clip")
     parser.add_argument("--work", type=Path, default=Path("/tmp/videvent-chunks"))
     args = parser.parse_args()
     index = DEVSET / "clips.json"
@@ -90,7 +105,9 @@ def main() -> None:
     clips = json.loads(index.read_text())
     args.work.mkdir(parents=True, exist_ok=True)
     jobs = []
-    for name, times in CLIPS.items():
+    for name in CLIPS:
+        length_s = clips[name]["frames"] / clips[name]["fps"]
+        times = max(3, math.ceil(args.minutes * 60 / length_s))
         video = args.work / f"{name}_x{times}.mp4"
         loop_clip(DEVSET / clips[name]["folder"] / clips[name]["source"], video, times)
         jobs.append((name, video, 0.0, None, None))
@@ -107,6 +124,7 @@ def main() -> None:
         partway = jobs[len(CLIPS):]
         results = pool.map(lambda job: scan(job[1], job[2], args.work / (
             f"{job[0]}_at{job[3]}_back{job[4]:g}")), partway)
+        print(f"the window's memory at the default settings: {look_back_seconds():.0f} s")
         print(f"{'clip':26} {'from s':>7} {'look-back':>9} {'frames':>6} {'flags differ':>13} "
               f"{'events after':>12} {'found':>5} {'own':>4}")
         for (name, _, _, place, lookback), result in zip(partway, results):
