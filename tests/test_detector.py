@@ -2,6 +2,8 @@
 need (issue 11) holds on a synthetic scene: seeded start, long presence, static regions, no
 blind spell, lights, frozen sources, and the robust scores doing the work."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -480,29 +482,42 @@ def test_a_pass_started_its_look_back_before_a_place_gives_the_verdicts_from_the
     """The window forgets (issue 26): a pass started ``look_back`` frames before a place gives
     the verdicts, from there, of the pass that started at the beginning, which started with
     someone standing (a live start learns them: a ghost when they leave) and forgets them as
-    the frames of its start age out; someone else comes much later. (Where two backgrounds
-    each hold themselves, which one a pass keeps depends on its start: see the README.)"""
+    the frames of its start age out; someone else comes much later. Compared at a frame, the
+    two passes say whether they hold the same background: not while the ghost lasts.
+    (Where two backgrounds each hold themselves, which one a pass keeps depends on its start:
+    see the README.)"""
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 800), 0, 59)
     add_patch(frames, 700, 740, where=OTHER)
     parameters = dict(window=20, stride=3, static_after=None)   # memory: the window's alone
 
-    def flags_from(place, look_back):
-        results = feed(Detector(**parameters), frames[place - look_back:],
-                       start=place - look_back)
-        return [r.score >= 4.5 for r in results[look_back:]]
+    def scan(first, last, *, keep_at=()):
+        """Results of a pass over first..last, and copies of its detector at ``keep_at``."""
+        detector, results, kept = Detector(**parameters), [], {}
+        for place in (*keep_at, last):
+            results += feed(detector, frames[first + len(results):place],
+                            start=first + len(results))
+            kept[place] = copy.deepcopy(detector)
+        return results, kept
 
     look_back = Detector(**parameters).look_back
     assert look_back == 5 * 20 * 3 + 25
-    from_start = scores_of(feed(Detector(**parameters), frames))
-    assert (from_start[60:120] > 4.5).all()                     # the ghost of the start
     place = 500
-    assert flags_from(place, look_back) == list(from_start[place:] >= 4.5)
-    assert (from_start[700:741] >= 4.5).all() and (from_start[745:] < 4.5).all()
+    results, from_start = scan(0, 800, keep_at=(200, place))
+    scores = scores_of(results)
+    assert (scores[60:120] > 4.5).all()                     # the ghost of the start
+    partway, started_later = scan(place - look_back, 800, keep_at=(place,))
+    assert [r.score >= 4.5 for r in partway[look_back:]] == list(scores[place:] >= 4.5)
+    assert (scores[700:741] >= 4.5).all() and (scores[745:] < 4.5).all()
+    # At frame 200 the pass from the start still sees its ghost; one started after the patch
+    # left holds another background. By ``place`` both hold the empty scene.
+    assert not from_start[200].holds_background_of(scan(100, 200)[1][200])
+    assert from_start[place].holds_background_of(started_later[place])
     # A window that kept its start's frames for good would still see the ghost there.
     monkeypatch.setattr(background, "MAX_AGE_IN_WINDOWS", 10 ** 6)
-    unbounded = scores_of(feed(Detector(**parameters), frames))
-    assert (unbounded[place:700] > 4.5).all()
+    unbounded = scores_of(scan(0, 700)[0])
+    assert (unbounded[place:] > 4.5).all()
+
 
 def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles():
     rng = np.random.default_rng(13)

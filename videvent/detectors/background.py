@@ -267,6 +267,16 @@ class SubspaceBackground:
         outvoted = free[~self.background_[free]]
         return int(outvoted[np.argmin(self.joined_[outvoted])]) if len(outvoted) else oldest
 
+    def background_frames(self) -> np.ndarray:
+        """The window's frames that span its background: those no block outvoted at the last
+        refit (not those learned since), one a row."""
+        n = self.n_filled_
+        judged = self.joined_[:n] < self.n_learned_ - self.added_since_refit_
+        kept = min(n, len(self.background_))
+        judged[:kept] &= self.background_[:kept]
+        judged[kept:] = False
+        return self.frames_[:n][judged]
+
     def unpin(self) -> None:
         """Let the pinned (seed) frames be replaced as any other: the model streams now."""
         self.n_pinned_ = 0

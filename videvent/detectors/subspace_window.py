@@ -326,6 +326,15 @@ class SceneJudge:
         moving = np.where(self.regions.absorbed_, 0.0, z).reshape(self.model.grid[::-1])
         return neighbour_max(moving) < self.hot
 
+    def explains(self, frames: np.ndarray) -> bool:
+        """Whether the model finds every one of ``frames`` (one a row) usual: no two
+        neighbouring blocks at ``hot``."""
+        if not self.model.ready:
+            return False
+        grid = self.model.grid[::-1]
+        return all(neighbour_max(self.block_z(self.model.score_one(x).block_energies)
+                                 .reshape(grid)) < self.hot for x in frames)
+
     def _known_scene(self, x: np.ndarray) -> bool:
         """Whether the model explains the picture that came out of the dark (the light came
         back on the scene it knew), which ends the darkness at once."""
@@ -433,6 +442,15 @@ class SubspaceWindowDetector:
         hold themselves (a scene occupied most of the time, see ``UNUSUAL_SHARE``), which one
         the window holds depends on where the pass started."""
         return MAX_AGE_IN_WINDOWS * self.judge.schedule.span + self.judge.warmup
+
+    def holds_background_of(self, other: "SubspaceWindowDetector") -> bool:
+        """Whether this detector's model and ``other``'s hold the same background: each finds
+        usual every frame that spans the other's. Two passes over one video that started at
+        different places, compared at the same frame: where they agree, they give the same
+        verdicts from there; where one learned someone as the scene and the other the empty
+        scene (see ``look_back``), they do not, however alike their recent verdicts were."""
+        return (self.judge.explains(other.model.background_frames())
+                and other.judge.explains(self.model.background_frames()))
 
     @property
     def absorbed_blocks(self) -> np.ndarray:
