@@ -3,6 +3,7 @@ need (issue 11) holds on a synthetic scene: seeded start, long presence, static 
 blind spell, lights, frozen sources, and the robust scores doing the work."""
 
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -517,6 +518,22 @@ def test_a_pass_started_its_look_back_before_a_place_gives_the_verdicts_from_the
     monkeypatch.setattr(background, "MAX_AGE_IN_WINDOWS", 10 ** 6)
     unbounded = scores_of(scan(0, 700)[0])
     assert (unbounded[place:] > 4.5).all()
+
+
+def test_a_detector_restored_from_a_pickle_goes_on_exactly_as_the_pass_it_came_from():
+    """A pass's whole state (the window, the policy, the start's twin) travels as a pickle,
+    as a chunk's detector would between a cluster's workers, and loses nothing."""
+    rng = np.random.default_rng(9)
+    frames = add_patch(add_patch(scene(rng, 260), 0, 39), 150, 200, where=OTHER, moving=False)
+    detector = Detector(window=30, stride=3, static_after=40)
+    detector.seed_reference([frames[i].ravel() for i in range(0, 260, 5)])
+    feed(detector, frames[:45])
+    assert detector.start_reference_ is not None            # the twin is still judging
+    restored = pickle.loads(pickle.dumps(detector))
+    went_on, came_back = feed(detector, frames[45:], start=45), feed(restored, frames[45:], 45)
+    assert [(r.score, r.status, r.admitted, r.absorbed) for r in went_on] == [
+        (r.score, r.status, r.admitted, r.absorbed) for r in came_back]
+    assert max(r.score for r in went_on[105:]) > 7              # the later event is found
 
 
 def test_darkness_is_the_background_then_a_picture_is_an_event_until_it_settles():
