@@ -237,12 +237,9 @@ class SubspaceBackground:
         """Whether a frame learned as one of ``learned`` (its ``n_learned_`` then) is in the
         window among those that span the background: no block outvoted it at the last refit,
         or it joined since (the next refit may keep it)."""
-        n = self.n_filled_
-        joined = self.joined_[:n]
-        spanning = joined >= self.n_learned_ - self.added_since_refit_
-        kept = min(n, len(self.background_))
-        spanning[:kept] |= self.background_[:kept]
-        return bool((spanning & np.isin(joined, list(learned))).any())
+        since_refit, background = self._rows_since_refit_and_background()
+        joined = self.joined_[:self.n_filled_]
+        return bool(((since_refit | background) & np.isin(joined, list(learned))).any())
 
     def _slot_to_replace(self, unusual: bool) -> int:
         """The window slot the next learned frame takes (see ``MAX_AGE_IN_WINDOWS`` and
@@ -270,12 +267,18 @@ class SubspaceBackground:
     def background_frames(self) -> np.ndarray:
         """The window's frames that span its background: those no block outvoted at the last
         refit (not those learned since), one a row."""
+        since_refit, background = self._rows_since_refit_and_background()
+        return self.frames_[:self.n_filled_][background & ~since_refit]
+
+    def _rows_since_refit_and_background(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which window rows joined since the last refit, and which that refit found
+        background (no block outvoted them; its verdict, whatever the row holds now)."""
         n = self.n_filled_
-        judged = self.joined_[:n] < self.n_learned_ - self.added_since_refit_
+        since_refit = self.joined_[:n] >= self.n_learned_ - self.added_since_refit_
         kept = min(n, len(self.background_))
-        judged[:kept] &= self.background_[:kept]
-        judged[kept:] = False
-        return self.frames_[:n][judged]
+        background = np.zeros(n, bool)
+        background[:kept] = self.background_[:kept]
+        return since_refit, background
 
     def unpin(self) -> None:
         """Let the pinned (seed) frames be replaced as any other: the model streams now."""
