@@ -29,13 +29,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from videvent.engine import Engine  # noqa: E402
-from videvent.passes import build_segmenter, open_for, prepare  # noqa: E402
+from bench_chunks import matched, scan_in_process  # noqa: E402
+from videvent.passes import build_segmenter  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
-
-TOLERANCE_S = 1.0
 
 
 class Verdicts:
@@ -52,18 +50,10 @@ class Verdicts:
 
 
 def scan(video: str, start_s: float, end_s: float | None, detector=None):
-    """The verdicts of a pass from ``start_s`` to ``end_s`` (None: the end) and its detector;
-    going on from ``detector`` if one is given (then no start's reference: it is mid-pass)."""
-    settings = Settings(start_time=f"{start_s:.3f}s" if start_s > 0 else None,
-                        end_time=None if end_s is None else f"{end_s:.3f}s",
-                        start_reference=detector is None)
-    with open_for(video, settings) as source:
-        run, _ = prepare(source, settings)
-        if detector is not None:
-            run.detector = detector
-        verdicts = Verdicts()
-        Engine(run).run(verdicts)
-    return verdicts.kept, run.detector
+    """The verdicts of a pass (``scan_in_process``) and its detector."""
+    verdicts = Verdicts()
+    detector = scan_in_process(video, start_s, end_s, verdicts, detector)
+    return verdicts.kept, detector
 
 
 def score_chunk(video: str, first_s: float, start_s: float, end_s: float | None):
@@ -116,13 +106,7 @@ def main() -> None:
             again, before = scan(args.video, starts[k], ends[k], before)
             verdicts += again
     theirs = [(event["start_time_s"], event["end_time_s"]) for event in sequential["events"]]
-    ours = events_of(verdicts, fps)
-
-    def near(a, b):
-        return abs(a[0] - b[0]) <= TOLERANCE_S and abs(a[1] - b[1]) <= TOLERANCE_S
-
-    found = sum(any(near(event, other) for other in ours) for event in theirs)
-    own = sum(not any(near(event, other) for other in theirs) for event in ours)
+    found, own = matched(theirs, events_of(verdicts, fps))
     print(f"{Path(args.video).name}: {count} chunks of {args.chunk:g} s, look-back "
           f"{args.lookback:g} s; scored again: {scored_again or 'none'}; the sequential run's "
           f"{len(theirs)} events, {found} found, {own} of its own; parallel part "

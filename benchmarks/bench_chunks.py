@@ -26,20 +26,18 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import json
+import math
+import pickle
 import subprocess
 import sys
-import pickle
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_run import loop_clip  # noqa: E402
-
-from bench_run import Discard  # noqa: E402
+from bench_run import Discard, loop_clip  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
 from videvent.engine import Engine  # noqa: E402
 from videvent.passes import open_for, prepare  # noqa: E402
@@ -69,15 +67,35 @@ def scan(video: Path, start_s: float, out: Path) -> tuple[float, dict[int, bool]
     return document["source"]["fps"], flags, events
 
 
-def detector_at(video: Path, start_s: float, end_s: float) -> bytes:
-    """The detector (pickled) of a pass over ``video`` from ``start_s`` to ``end_s``, scored as
-    ``videvent run`` scores it."""
+def scan_in_process(video: Path | str, start_s: float, end_s: float | None, consumer,
+                    detector: SubspaceWindowDetector | None = None) -> SubspaceWindowDetector:
+    """A pass over ``video`` from ``start_s`` to ``end_s`` (None: its end), scored as ``videvent
+    run`` scores it into ``consumer`` (``Engine.run``'s); going on from ``detector`` if one is
+    given (then without the start's reference: it is mid-pass). Returns the pass's detector."""
     settings = Settings(start_time=f"{start_s:.3f}s" if start_s > 0 else None,
-                        end_time=f"{end_s:.3f}s")
+                        end_time=None if end_s is None else f"{end_s:.3f}s",
+                        start_reference=detector is None)
     with open_for(video, settings) as source:
         run, _ = prepare(source, settings)
-        Engine(run).run(Discard())
-    return pickle.dumps(run.detector)
+        if detector is not None:
+            run.detector = detector
+        Engine(run).run(consumer)
+    return run.detector
+
+
+def detector_at(video: Path, start_s: float, end_s: float) -> bytes:
+    """The detector (pickled) of a pass over ``video`` from ``start_s`` to ``end_s``."""
+    return pickle.dumps(scan_in_process(video, start_s, end_s, Discard()))
+
+
+def matched(events: list, others: list) -> tuple[int, int]:
+    """How many of ``events`` (start, end in seconds) ``others`` has with both ends within
+    ``TOLERANCE_S``, and how many of ``others`` match none of ``events``."""
+    def near(a, b):
+        return abs(a[0] - b[0]) <= TOLERANCE_S and abs(a[1] - b[1]) <= TOLERANCE_S
+
+    return (sum(any(near(event, other) for other in others) for event in events),
+            sum(not any(near(other, event) for event in events) for other in others))
 
 
 def same_background(video: Path, place_s: float, starts: list[float]) -> list[bool]:
@@ -110,14 +128,9 @@ def agreement(sequential, partway, place_s: float) -> tuple[int, int, int, int, 
     checked = [frame for frame in their_flags
                if first - CHECKED_S * fps <= frame < first and frame in flags]
     differ_before = sum(flags[frame] != their_flags[frame] for frame in checked)
-
-    def near(a, b):
-        return abs(a[0] - b[0]) <= TOLERANCE_S and abs(a[1] - b[1]) <= TOLERANCE_S
-
     ours = [event for event in events if event[0] >= place_s + TOLERANCE_S]
     theirs = [event for event in their_events if event[0] >= place_s + TOLERANCE_S]
-    found = sum(any(near(event, other) for other in theirs) for event in ours)
-    own = sum(not any(near(event, other) for other in ours) for event in theirs)
+    found, own = matched(ours, theirs)
     return len(frames), differ, len(ours), found, own, differ_before
 
 
@@ -173,6 +186,7 @@ def main() -> None:
         print(f"{name[:26]:26} {place:7.1f} {lookback:8g}s {frames:6d} "
               f"{differ:6d} {differ / max(frames, 1):6.1%} {events:12d} {found:5d} {own:4d} "
               f"{before:18d} {'yes' if same else 'no':>15}", flush=True)
+
 
 if __name__ == "__main__":
     main()
