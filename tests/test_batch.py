@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import os
@@ -18,7 +19,14 @@ from conftest import run_cli, sample
 
 pytest.importorskip("distributed")
 
+from distributed.diagnostics.plugin import WorkerPlugin  # noqa: E402
+
+from videvent import chunked  # noqa: E402
 from videvent.batch import Video, chunk_ranges, find_videos  # noqa: E402
+from videvent.chunked import BoundaryMismatch, JoinedChunks, score_chunk  # noqa: E402
+from videvent.engine import seed_sample  # noqa: E402
+from videvent.passes import open_for, prepare_pass  # noqa: E402
+from videvent.pipeline import write_results  # noqa: E402
 from videvent.output.video import VideoWriter  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 from videvent.sources import open_source  # noqa: E402
@@ -155,28 +163,140 @@ def long_clip(tmp_path_factory):
     return path
 
 
-def test_chunked_scan_equals_a_sequential_run(long_clip, tmp_path):
+# A short background span brings the detector's look-back (five spans and the warm-up) to
+# 36 s, under the long clip's 80: its later chunks are scored from a look-back, not from the
+# start.
+SHORT_SPAN = "6s"
+
+
+def look_back_of(spec, settings):
+    with open_for(str(spec), settings) as source:
+        return prepare_pass(source, settings).detector.look_back
+
+
+def test_chunks_scored_apart_give_the_events_of_a_sequential_run(long_clip, tmp_path):
     chunk_minutes = 0.3  # 18 s = 270 frames: 5 chunks
-    ranges = chunk_ranges(Video(str(long_clip), "long"), Settings(), chunk_minutes * 60)
+    settings = Settings(background_span=SHORT_SPAN)
+    ranges = chunk_ranges(Video(str(long_clip), "long"), settings, chunk_minutes * 60)
     assert len(ranges) >= 4 and ranges[0][0] == 0 and ranges[-1][1] is None
+    assert ranges[-1][0] - look_back_of(long_clip, settings) > 0
     sequential = tmp_path / "sequential"
-    assert run_cli("run", long_clip, "-d", sequential, "-q", "--no-plot").returncode == 0
+    assert run_cli("run", long_clip, "-d", sequential, "-q", "--no-plot",
+                   "--background-span", SHORT_SPAN).returncode == 0
     out = tmp_path / "chunked"
     result = run_cli("batch", long_clip, "--out", out, "--workers", "2",
-                     "--chunk-minutes", chunk_minutes, "--no-plot")
+                     "--chunk-minutes", chunk_minutes, "--no-plot",
+                     "--background-span", SHORT_SPAN)
     assert result.returncode == 0, result.stderr
-    assert f"(decoded in {len(ranges)} chunks)" in result.stderr  # not a sequential fallback
+    assert f"(scored in {len(ranges)} chunks" in result.stderr  # not a sequential fallback
     chunked = out / "long.videvent"
-    from videvent.output import read_scores
+    (theirs, frames), (ours, our_frames) = events_of(sequential), events_of(chunked)
+    assert our_frames == frames and len(theirs) >= 3
+    # Every event of the sequential run, with both ends within 1 s, and no other.
+    assert len(ours) == len(theirs)
+    for mine, its in zip(ours, theirs):
+        assert abs(mine["start_time_s"] - its["start_time_s"]) <= 1.0
+        assert abs(mine["end_time_s"] - its["end_time_s"]) <= 1.0
+    assert sorted(p.name for p in (chunked / "thumbnails").iterdir()) == sorted(
+        p.name for p in (sequential / "thumbnails").iterdir())
 
-    expected, got = read_scores(sequential / "scores.csv"), read_scores(chunked / "scores.csv")
-    assert (got["frame"] == expected["frame"]).all()
-    assert abs(got["score"] - expected["score"]).max() <= 1e-6
-    assert abs(got["residual"] - expected["residual"]).max() <= 1e-6
-    assert events_of(chunked) == events_of(sequential)
-    assert len(events_of(chunked)[0]) >= 3
-    # Not only close: the very same files, thumbnails (decoded again) included.
-    assert result_files(chunked) == result_files(sequential)
+
+@pytest.fixture(scope="module")
+def chunks_apart(long_clip):
+    """The long clip's chunks, each scored from its look-back (in this process)."""
+    settings = Settings(background_span=SHORT_SPAN)
+    with open_for(str(long_clip), settings) as source:
+        run = prepare_pass(source, settings)
+        sample, look_back, count = seed_sample(run), run.detector.look_back, source.frame_count
+    bounds = [0, 300, 600, 900, None]
+    chunks = [score_chunk(str(long_clip), settings, max(0, start - look_back), start, end,
+                          seed_sample=sample) for start, end in zip(bounds, bounds[1:])]
+    assert count == 1200 and [c.first > 0 for c in chunks] == [False, False, True, True]
+    return settings, chunks
+
+
+def rescorer(long_clip, settings, spoil=None):
+    def rescore(chunk, state):
+        again = score_chunk(str(long_clip), settings, chunk.start, chunk.start, chunk.end,
+                            state=state)
+        if spoil is not None:
+            spoil(again)
+        return again
+    return rescore
+
+
+def scan_into(folder, long_clip, settings, scored=None):
+    with open_for(str(long_clip), settings) as source:
+        return write_results(source, settings, folder, plot=False, scored=scored)
+
+
+def test_a_chunk_scored_again_from_the_chunk_before_gives_the_sequential_verdicts_exactly(
+        long_clip, chunks_apart, tmp_path, monkeypatch):
+    settings, chunks = chunks_apart
+    expected = scan_into(tmp_path / "sequential", long_clip, settings)
+    # As if no chunk's detector held the background of the one before it.
+    monkeypatch.setattr(chunked, "holds_same_background", lambda *states: False)
+    joined = JoinedChunks(chunks, rescorer(long_clip, settings))
+    got = scan_into(tmp_path / "joined", long_clip, settings, joined)
+    assert joined.rescored == [600, 900]  # those scored from a look-back, not the start
+    assert len(got.events) >= 3 and got.to_dict() == expected.to_dict()
+    # The very same files: scores, events, thumbnails (their pictures decoded again).
+    assert result_files(tmp_path / "joined") == result_files(tmp_path / "sequential")
+
+
+def test_chunk_boundaries_are_checked_frame_by_frame(long_clip, chunks_apart):
+    settings, chunks = chunks_apart
+    shifted = copy.deepcopy(chunks)
+    shifted[2].before[-1][2][0] += 1   # a pixel of the last frame before the third chunk
+    with pytest.raises(BoundaryMismatch):
+        list(JoinedChunks(shifted, rescorer(long_clip, settings)))
+
+    def shift_first_pixel(again):
+        again.head[0][2][0] += 1
+    with pytest.raises(BoundaryMismatch):
+        list(JoinedChunks(chunks, rescorer(long_clip, settings, shift_first_pixel)))
+
+
+class KillOnce(WorkerPlugin):
+    """A worker plugin: the first chunk task to start kills its worker's process (once over
+    the cluster: ``marker`` is created first)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def transition(self, key, start, finish, **kwargs):
+        if finish == "executing" and "score_chunk" in str(key):
+            try:
+                with open(self.marker, "x"):
+                    pass
+            except FileExistsError:
+                return
+            os._exit(1)
+
+
+def test_a_worker_killed_mid_scan_is_retried_without_changing_the_events(long_clip, tmp_path):
+    import cloudpickle
+    from distributed import Client, LocalCluster
+
+    from videvent.batch import run_batch
+
+    settings = Settings(background_span=SHORT_SPAN)
+    expected = scan_into(tmp_path / "sequential", long_clip, settings)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plugin, to the workers
+    marker = tmp_path / "killed"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                      scheduler_kwargs={"dashboard": False}) as cluster, \
+            Client(cluster) as client:
+        client.register_plugin(KillOnce(str(marker)), name="kill-once")
+        summary = run_batch([Video(str(long_clip), "long")], tmp_path / "out", settings,
+                            scheduler=cluster.scheduler_address, plot=False,
+                            chunk_seconds=18)
+    assert marker.exists()   # a worker died in a chunk's task
+    (outcome,) = summary.outcomes
+    assert outcome.error is None and outcome.chunks == 5
+    assert [(e["start_frame"], e["end_frame"]) for e in outcome.events] == [
+        (e.start_frame, e.end_frame) for e in expected.events]
 
 
 def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):
@@ -264,39 +384,6 @@ def test_folders_of_images_count_as_one_sequence(tmp_path):
     videos = find_videos([str(tmp_path / "cams")])
     assert [(v.name, os.path.basename(v.spec)) for v in videos] == [
         ("cams/yard", "yard.mkv"), ("cams/gate", "gate")]
-
-
-class InlineClient:
-    """Runs submitted tasks at once: ``_decoded_chunks`` without a cluster."""
-
-    def __init__(self, tamper=None):
-        self.tamper = tamper
-
-    def submit(self, function, *args, pure=False):
-        result = function(*args)
-        if self.tamper is not None:
-            self.tamper(args, result)
-
-        class Done:
-            def result(self):
-                return result
-        return Done()
-
-
-def test_chunk_boundaries_are_checked_frame_by_frame():
-    from videvent.batch import BoundaryMismatch, _decoded_chunks
-
-    spec, settings = str(sample("walker")[0]), Settings()
-    ranges = [(0, 100), (100, 200), (200, None)]
-    frames = [frame.index for frame, _ in _decoded_chunks(InlineClient(), spec, settings,
-                                                          ranges, lookahead=2)]
-    assert frames == list(range(300))
-
-    def shift_a_shared_pixel(args, chunk):
-        if args[2] == 200 - 4:  # the third chunk, decoded from 4 frames before its start
-            chunk["vectors"][0][0] += 1
-    with pytest.raises(BoundaryMismatch):
-        list(_decoded_chunks(InlineClient(shift_a_shared_pixel), spec, settings, ranges, 2))
 
 
 def test_a_batch_leaves_dasks_default_port_to_whoever_has_it(tmp_path):

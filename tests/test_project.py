@@ -132,7 +132,7 @@ LAYERS = (
     ("videvent.passes", "videvent.reader", "videvent.session"),
     ("videvent.engine", "videvent.sinks"),
     ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
-     "videvent.batch", "videvent.alerts", "videvent.dashboard"),
+     "videvent.chunked", "videvent.batch", "videvent.alerts", "videvent.dashboard"),
     ("videvent._cli", "videvent.__main__", "videvent"),
 )
 

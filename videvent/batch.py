@@ -10,16 +10,10 @@ A rerun skips the videos whose result folder is complete and was made with the s
 settings, so a killed batch resumes where it stopped. A video that cannot be read is reported
 in the index and never stops the others.
 
-Long videos (``chunk_seconds``): decoding and preprocessing, the bulk of the work at HD
-sizes, run in parallel over time chunks; the detector then runs once over the chunks'
-working-size frames in order, so the results are those of ``videvent run`` by construction.
-The detector itself is not split: its window is a ring buffer, and the order of the frames in
-it (set by how many frames it admitted since the start of the video) changes which frames it
-picks as inliers, so even a detector holding the very frames of the sequential one, in
-another order, scores differently (by 0.2 in the median on the walker clip). A chunk started
-from a warm-up cannot know that order. Each chunk boundary is checked instead: the next chunk
-also decodes the last few frames of the previous one, and they must agree bit for bit, or
-the video is scanned sequentially.
+Long videos (``chunk_seconds``): their time chunks are scored at once, each as a task of
+its own warmed up on the detector's look-back before it, and joined in order into the verdicts
+of one pass from the start (``videvent.chunked``); a chunk whose detector does not hold the
+background the chunk before it ended with is scored again from there, in order.
 """
 
 from __future__ import annotations
@@ -38,9 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from .engine import working_frames
+from .chunked import BOUNDARY_CHECK, BoundaryMismatch, JoinedChunks, score_chunk
+from .engine import seed_sample, seeds
 from .output import read_events
 from .atomic import write_text_atomically
 from .output.folder import completion, made_by_videvent, remove_stale
@@ -48,7 +41,6 @@ from .output.report import html_page
 from .passes import frame_range, open_for, prepare, prepare_pass
 from .pipeline import detect, write_results
 from .settings import Settings
-from .sources import Frame
 from .sources.images import IMAGE_EXTENSIONS
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".avi", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
@@ -58,8 +50,6 @@ INDEX_NAME = "index.csv"
 # Marks a batch's output folder, so that a later batch over a folder holding it (``batch .``
 # run twice) does not scan the results of the first (annotated videos, clips) as videos.
 BATCH_MARKER = ".videvent-batch"
-# Frames before each chunk that it decodes also, to check it against the previous chunk.
-BOUNDARY_CHECK = 4
 REPORT_NAME = "batch_report.html"
 # How long a scheduler has to answer before the batch gives up on it.
 CONNECT_TIMEOUT_S = 10.0
@@ -89,7 +79,8 @@ class VideoOutcome:
     duration_s: float = 0.0
     error: str | None = None
     skipped: bool = False  # complete results of an earlier run with the same settings
-    chunks: int = 1  # time chunks decoded in parallel (1: one sequential pass)
+    chunks: int = 1  # time chunks scored in parallel (1: one sequential pass)
+    rescored: int = 0  # of those, scored again from the chunk before's end
 
 
 @dataclass
@@ -214,91 +205,46 @@ def scan_video(video: Video, out_dir: str, settings: Settings, plot: bool) -> Vi
                         _duration(result.frames_read, result.source["fps"]))
 
 
-def decode_chunk(spec: str, settings: Settings, start: int, end: int | None) -> dict:
-    """Task: frames ``start <= index < end`` decoded and preprocessed to working vectors.
-
-    Returned compactly: one (frames, pixels) float32 array, and which frames had no picture.
-    """
-    with open_for(spec, settings) as source:
-        run = prepare_pass(source, settings)
-        indices, times, vectors, missing = [], [], [], []
-        for decoded in working_frames(run, source.frames(start, end, size=run.decode_size)):
-            indices.append(decoded.frame.index)
-            times.append(decoded.frame.time_s)
-            missing.append(decoded.vector is None)
-            if decoded.vector is not None:
-                vectors.append(decoded.vector)
-    return {"index": indices, "time_s": times, "missing": missing,
-            "vectors": np.array(vectors, np.float32)}
-
-
-class BoundaryMismatch(Exception):
-    """Two neighbouring chunks decoded the frames they share differently."""
-
-
-def score_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
-                 ranges: list[tuple[int, int | None]], lookahead: int) -> VideoOutcome:
-    """Task: decode the chunks as tasks of their own, at most ``lookahead`` ahead (memory
-    stays bounded), and run the detector over them in order; writes what ``run`` writes.
-
-    Falls back to one sequential scan if two chunks disagree on the frames they share.
+def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
+                ranges: list[tuple[int, int | None]]) -> VideoOutcome:
+    """Task: the video's chunks scored as tasks of their own, all at once, each from the
+    detector's look-back before it, then joined in order (``videvent.chunked``); writes what
+    ``run`` writes. Scans the video in one pass if two chunks decode a boundary differently.
     """
     from distributed import worker_client
 
     try:
         # worker_client: this task waits on others, so it gives up its worker slot meanwhile.
         with worker_client() as client, open_for(video.spec, settings) as source:
-            decoded = _decoded_chunks(client, video.spec, settings, ranges, lookahead)
-            result = write_results(source, settings, Path(out_dir), plot=plot,
-                                   decoded=decoded)
+            run = prepare_pass(source, settings)
+            # Frames spread over the video seed every chunk's start: decoded once, shared.
+            sample = client.scatter(seed_sample(run), broadcast=True) if seeds(run) else None
+            look_back = max(run.detector.look_back, BOUNDARY_CHECK)
+            first = ranges[0][0]
+            pending = deque(client.submit(score_chunk, video.spec, settings,
+                                          max(first, start - look_back), start, end,
+                                          seed_sample=sample, pure=False)
+                            for start, end in ranges)
+
+            def in_order():
+                while pending:      # each chunk's result let go of once it is joined
+                    yield pending.popleft().result()
+
+            def rescore(chunk, state):
+                # The state (megabytes) goes as data, not inside the task's description.
+                return client.submit(score_chunk, video.spec, settings, chunk.start,
+                                     chunk.start, chunk.end, state=client.scatter(state),
+                                     pure=False).result()
+
+            joined = JoinedChunks(in_order(), rescore)
+            result = write_results(source, settings, Path(out_dir), plot=plot, scored=joined)
     except BoundaryMismatch:
         return scan_video(video, out_dir, settings, plot)
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
         return VideoOutcome(video, error=_one_line(error))
     return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,
-                        _duration(result.frames_read, result.source["fps"]), chunks=len(ranges))
-
-
-def _decoded_chunks(client, spec: str, settings: Settings,
-                    ranges: list[tuple[int, int | None]], lookahead: int):
-    """(frame, vector) pairs of the chunks in order; frames carry no picture.
-
-    Every chunk after the first is decoded from BOUNDARY_CHECK frames before its start: those
-    must be exactly the previous chunk's last frames (same numbers, times and pixels), which
-    proves both decoders agree where one hands over to the other (a file whose frame numbers
-    after a seek drift, e.g. variable frame rate, fails this).
-    """
-    def submit(k):
-        start, end = ranges[k]
-        return client.submit(decode_chunk, spec, settings,
-                             max(0, start - BOUNDARY_CHECK) if k else start, end, pure=False)
-
-    pending = deque(submit(k) for k in range(min(lookahead, len(ranges))))
-    tail: list[tuple] = []
-    for k in range(len(ranges)):
-        chunk = pending.popleft().result()
-        if k + lookahead < len(ranges):
-            pending.append(submit(k + lookahead))
-        frames = list(zip(chunk["index"], chunk["time_s"], _vectors(chunk)))
-        start = ranges[k][0]
-        shared = [f for f in frames if f[0] < start]
-        if k and not _same_frames(shared, tail[-len(shared):] if shared else []):
-            raise BoundaryMismatch(f"chunk at frame {start}")
-        mine = [f for f in frames if f[0] >= start]
-        tail = mine[-BOUNDARY_CHECK:]
-        for index, time_s, vector in mine:
-            yield Frame(index, time_s, None), vector
-
-
-def _vectors(chunk: dict):
-    vectors = iter(chunk["vectors"])
-    return [None if missing else next(vectors) for missing in chunk["missing"]]
-
-
-def _same_frames(ours: list[tuple], theirs: list[tuple]) -> bool:
-    return len(ours) == len(theirs) and len(ours) > 0 and all(
-        a[0] == b[0] and a[1] == b[1] and (a[2] is None) == (b[2] is None)
-        and (a[2] is None or np.array_equal(a[2], b[2])) for a, b in zip(ours, theirs))
+                        _duration(result.frames_read, result.source["fps"]), chunks=len(ranges),
+                        rescored=len(joined.rescored))
 
 
 def chunk_ranges(video: Video, settings: Settings,
@@ -337,7 +283,7 @@ def run_batch(videos: list[Video], out: str | os.PathLike, settings: Settings, *
 
     scheduler: address of an existing Dask scheduler; None starts a local cluster of
     ``workers`` processes (default: one per core), one thread each.
-    chunk_seconds: decode videos longer than this in parallel chunks of this length.
+    chunk_seconds: score videos longer than this in parallel chunks of this length.
     progress(outcome, done, total, frames per second): after each video.
     """
     from distributed import Client, LocalCluster, as_completed
@@ -445,10 +391,7 @@ def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
     ranges = chunk_ranges(video, settings, chunk_seconds) if chunk_seconds else []
     if not ranges:
         return client.submit(scan_video, video, out_dir, settings, plot, pure=False)
-    # Decode as many chunks ahead as there are workers, plus one ready for the next.
-    lookahead = len(client.scheduler_info()["workers"]) + 1
-    return client.submit(score_chunks, video, out_dir, settings, plot, ranges, lookahead,
-                         pure=False)
+    return client.submit(scan_chunks, video, out_dir, settings, plot, ranges, pure=False)
 
 
 # -- the archive's outputs -------------------------------------------------------------------

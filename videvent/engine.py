@@ -58,18 +58,30 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
     whole video, so an event in view from the first frame is scored as one. Frames before the
     pass's range count too: they are the same scene.
     """
-    settings = run.settings
-    if not (settings.seed or settings.start_reference) or run.source.is_live:
+    if not seeds(run):
         return 0
-    window = run.detector.model.window
-    # The sample is decoded at the source's size and scaled by the preprocessing, as it was
-    # before the pass's frames came scaled from the decoder (``decode_size``): a window of
-    # frames, whose scaling costs nothing, and a seed that stays what it was.
-    vectors = [decoded.vector for decoded in working_frames(run, run.source.sample(window))
-               if decoded.vector is not None]
+    settings = run.settings
+    vectors = run.seed_sample if run.seed_sample is not None else seed_sample(run)
     used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
             for detector in (run.detector, *others)]
     return used[0]
+
+
+def seeds(run: Pass) -> bool:
+    """Whether the pass starts by seeding its detector (``seed_detector``)."""
+    settings = run.settings
+    return bool(settings.seed or settings.start_reference) and not (run.source.is_live
+                                                                     or run.resumed)
+
+
+def seed_sample(run: Pass) -> list[np.ndarray]:
+    """The working vectors of a window of frames spread over the whole source, which seed a
+    pass (``seed_detector``)."""
+    # Decoded at the source's size and scaled by the preprocessing, as they were before the
+    # pass's frames came scaled from the decoder (``decode_size``): a window of frames, whose
+    # scaling costs nothing, and a seed that stays what it was.
+    return [decoded.vector for decoded in working_frames(run, run.source.sample(
+        run.detector.model.window)) if decoded.vector is not None]
 
 
 def working_frames(run: Pass, frames: Iterable[Frame | SourceNews]
@@ -189,7 +201,6 @@ class Engine:
         # two fighting over them, leaves the other core to the decoder, and gives the same
         # numbers whoever runs the pass.
         blas_one_thread = threadpool_limits(limits=1, user_api="blas")
-        health_of = run.health_check()
         try:
             for item in items:
                 if self.stop.is_set():
@@ -198,7 +209,7 @@ class Engine:
                     consumer.status(item.kind, item.detail())
                     continue
                 frame, vector = item.frame, item.vector
-                health = health_of(vector)
+                health = run.health(vector)
                 verdict = run.detector.process_frame(frame.index, frame.time_s, vector, health,
                                                      explain=self.explain)
                 if others:

@@ -9,7 +9,10 @@ the detector and the segmenter. A setting that cannot work at the source's frame
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import pickle
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .detectors import SubspaceWindowDetector
 from .preprocess import HealthCheck, Preprocessor, working_size
@@ -62,6 +65,12 @@ class Pass:
     end: int | None
     preprocess: Preprocessor
     detector: SubspaceWindowDetector
+    health: HealthCheck
+    # Working vectors of frames spread over the source, decoded once and shared by the
+    # chunks of a long video (``seed_detector`` samples its own without them).
+    seed_sample: list[np.ndarray] | None = None
+    # Going on from another pass's state (``resume``): mid-video, not a start to seed.
+    resumed: bool = field(default=False, init=False)
 
     @property
     def decode_size(self) -> tuple[int, int] | None:
@@ -75,9 +84,16 @@ class Pass:
     def frame_shape(self) -> tuple[int, ...]:
         return self.detector.frame_shape
 
-    def health_check(self) -> HealthCheck:
-        """A fresh judge of the pass's frames' health, fed them in order."""
-        return HealthCheck(round(FROZEN_AFTER_SECONDS * self.source.fps), self.preprocess.watched)
+    def state(self) -> bytes:
+        """All the pass has learned from its frames so far (its detector, and the health
+        check's memory of the last pictures), pickled: a pass that ``resume``s from it goes on
+        exactly as this one would."""
+        return pickle.dumps((self.detector, self.health))
+
+    def resume(self, state: bytes) -> None:
+        """Go on from another pass's ``state``, taken before this pass's first frame."""
+        self.detector, self.health = pickle.loads(state)
+        self.resumed = True
 
 
 def source_regions(settings: Settings, source: FrameSource) -> Regions:
@@ -104,7 +120,8 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
                               source_size=(source.width, source.height))
     return Pass(source, settings, start, end, preprocess,
                 SubspaceWindowDetector.from_settings(settings, shape, source.fps,
-                                                     watched=preprocess.watched))
+                                                     watched=preprocess.watched),
+                HealthCheck(round(FROZEN_AFTER_SECONDS * source.fps), preprocess.watched))
 
 
 def prepare(source: FrameSource, settings: Settings) -> tuple[Pass, EventSegmenter]:

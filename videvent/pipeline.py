@@ -10,12 +10,13 @@ same pass).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
+from .detectors import FrameScore, SubspaceWindowDetector
 from .engine import Comparison, Engine
 from .output import ResultFolder, write_events
 from .choices import CLIP_MODES
@@ -29,6 +30,16 @@ from .settings import Settings
 from .sinks import folder_sinks
 from .sources import Frame, FrameSource
 
+
+class ScoredElsewhere(Protocol):
+    """A pass's verdicts scored elsewhere: (frame, working vector or None, verdict) in order;
+    ``detector``, once they are all given, is the one whose start the result records."""
+
+    detector: SubspaceWindowDetector
+
+    def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]: ...
+
+
 def default_out_dir(spec: str | os.PathLike) -> Path:
     """``clip.avi`` -> ``clip.videvent/`` beside it (for image patterns: beside their folder)."""
     path = Path(os.fspath(spec))
@@ -40,12 +51,12 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
 def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
          compare: tuple[str, ...] = (), sinks: list[Sink] = (), explain_all: bool = False,
          progress: Callable[[int], None] | None = None,
-         decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None) -> RunResult:
+         scored: ScoredElsewhere | None = None) -> RunResult:
     """Run the detector over ``source`` through a session; into ``folder`` (when given) go
     ``scores.csv`` (and ``compare.csv``), besides what ``sinks`` write.
 
-    ``decoded``: the pass's (frame, working vector) pairs, decoded elsewhere (see
-    ``Engine.run``). ``explain_all``: every frame gets its residual image (for the annotated
+    ``scored``: the pass's verdicts, scored elsewhere (``videvent.chunked.JoinedChunks``),
+    which the session takes instead of the engine's. ``explain_all``: every frame gets its residual image (for the annotated
     video), not only those from ``threshold_low`` up.
     """
     run, segmenter = prepare(source, settings)
@@ -56,10 +67,16 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     failed = True
     try:
         session.start()
-        engine = Engine(run, explain=True if explain_all else settings.threshold_low,
-                        comparison=comparison)
-        engine.run(session, decoded=decoded,
-                   on_scored=None if progress is None else lambda *_: progress(1))
+        if scored is None:
+            engine = Engine(run, explain=True if explain_all else settings.threshold_low,
+                            comparison=comparison)
+            engine.run(session, on_scored=None if progress is None else lambda *_: progress(1))
+        else:
+            for frame, vector, verdict in scored:
+                session.add(frame, vector, verdict)
+                if progress is not None:
+                    progress(1)
+            run.detector = scored.detector    # whose start the result records
         session.finish()
         failed = session.frames_read == 0
     finally:
@@ -128,13 +145,12 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                   clip_template: str = CLIP_TEMPLATE, clip_mode: str = CLIP_MODES[0],
                   sinks: list[Sink] = (),
                   progress: Callable[[int], None] | None = None,
-                  decoded: Iterable[tuple[Frame, np.ndarray | None]] | None = None
-                  ) -> RunResult:
+                  scored: ScoredElsewhere | None = None) -> RunResult:
     """Scan ``source`` into the result folder ``destination``, which appears complete (with
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
-        # Frames decoded elsewhere may carry no picture: an event's peak frame is then
+        # Frames scored elsewhere carry no picture: an event's peak frame is then
         # decoded again for its thumbnail.
         written_by = folder_sinks(source, settings, source_regions(settings, source), staging,
                                   thumbnails=True,
@@ -142,7 +158,7 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                                   video=export_video, clips=clips, clip_template=clip_template,
                                   clip_mode=clip_mode)
         result = scan(source, settings, staging, compare=compare, sinks=[*written_by, *sinks],
-                      explain_all=bool(export_video), progress=progress, decoded=decoded)
+                      explain_all=bool(export_video), progress=progress, scored=scored)
         write_events(staging / "events.json", result.to_dict())
         written = [path for sink in written_by for path in getattr(sink, "written", ())]
         if clips:

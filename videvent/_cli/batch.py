@@ -24,7 +24,7 @@ def _progress_line(quiet: bool):
         else:
             what = f"{len(outcome.events)} event{'' if len(outcome.events) == 1 else 's'}"
             if outcome.chunks > 1:
-                what += f" (decoded in {outcome.chunks} chunks)"
+                what += f" (scored in {outcome.chunks} chunks, {outcome.rescored} again)"
         rate = f" | {frames_per_second:.0f} frames/s over all workers" if frames_per_second else ""
         click.echo(f"[{done}/{total}] {outcome.video.name}: {what}{rate}", err=True)
     return report
@@ -41,8 +41,9 @@ def _progress_line(quiet: bool):
               default="videvent-batch", show_default=True,
               help="Where the result folders, index.csv and batch_report.html go.")
 @click.option("--chunk-minutes", type=click.FloatRange(0, min_open=True), default=None,
-              help="Decode videos longer than this in parallel chunks of this length "
-                   "(scoring stays sequential: results are those of `run`).")
+              help="Score videos longer than this in parallel chunks of this length, each "
+                   "warmed up on the detector's look-back before it (five background spans: "
+                   "5 minutes by default); events as `run` finds them (see README).")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 @run_options

@@ -1,0 +1,213 @@
+"""A long video scored in time chunks at once, with the verdicts of one pass from its start.
+
+``batch --chunk-minutes`` scores every chunk in a task of its own (``score_chunk``): a pass
+that starts a look-back before the chunk (``SubspaceWindowDetector.look_back``, how far the
+window's memory reaches), as ``videvent run --start-time`` would start there. Its state
+(``Pass.state``) is kept at the chunk's start and at its end. ``JoinedChunks`` then takes
+the chunks in order. Each chunk's detector at its start must hold the same background as the
+one the chunk before it ended with (``holds_background_of``), and then its verdicts stand.
+Where it does not (in a scene occupied most of the time, which background a pass holds
+depends on where it started: README, the chunked scan), the chunk is scored again from that
+state, which gives exactly the verdicts of the pass from the video's start. That, and the
+verdicts going through one session (an event across a boundary is one event), is all that
+runs in order.
+
+Each chunk also decodes the last frames before its start, which must be the very frames the
+chunk before it ended with (numbers, times and pixels), and a chunk scored again must begin
+with the chunk's own first frames: a file whose frames are numbered differently after a seek
+fails this (``BoundaryMismatch``), and is then scanned in one pass.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .detectors import FrameScore
+from .engine import Engine
+from .passes import open_for, prepare_pass
+from .session import FINGERPRINT_FRAMES
+from .settings import Settings
+from .sources import Frame
+
+# Frames on each side of a boundary compared between the passes that decoded them.
+BOUNDARY_CHECK = 4
+
+
+class BoundaryMismatch(Exception):
+    """Two passes decoded the frames they share differently."""
+
+
+@dataclass
+class ChunkVerdicts:
+    """The verdicts on one chunk's frames (``start <= index < end``), column by column, and
+    what joining it to its neighbours needs."""
+
+    first: int                       # where its pass started: its look-back
+    start: int
+    end: int | None
+    index: np.ndarray
+    time_s: np.ndarray
+    residual: np.ndarray
+    score: np.ndarray
+    status: list[str]
+    admitted: np.ndarray
+    absorbed: np.ndarray
+    # The residual image and block scores of the best frame of each run of explained frames
+    # that reaches the threshold: the only frames an event's thumbnail can show (a frame
+    # explained is one scoring from the low threshold up; a run also ends at an absorption).
+    explained: dict[int, tuple[np.ndarray, np.ndarray | None]]
+    vectors: list[np.ndarray | None]  # its first frames' (the video's fingerprint)
+    before: list[tuple]               # (index, time_s, vector) of the last frames before start
+    head: list[tuple]                 # ... of its first frames
+    tail: list[tuple]                 # ... of its last frames
+    at_start: bytes | None            # the pass's state before its first frame
+    at_end: bytes
+
+    def frames(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
+        """(frame without its picture, working vector or None, verdict), in order."""
+        for k, index in enumerate(self.index.tolist()):
+            residual_image, block_scores = self.explained.get(index, (None, None))
+            time_s = float(self.time_s[k])
+            yield (Frame(index, time_s, None), self.vectors[k] if k < len(self.vectors) else None,
+                   FrameScore(index, time_s, float(self.residual[k]), float(self.score[k]),
+                              self.status[k], bool(self.admitted[k]), bool(self.absorbed[k]),
+                              residual_image, block_scores))
+
+
+class _Recorder:
+    """The engine's consumer for a chunk's pass: keeps the pass's state where the chunk
+    starts, and the verdicts from there on."""
+
+    def __init__(self, run, start: int):
+        self.run, self.start, self.threshold = run, start, run.settings.threshold
+        self.at_start: bytes | None = None
+        self.before: deque = deque(maxlen=BOUNDARY_CHECK)
+        self.tail: deque = deque(maxlen=BOUNDARY_CHECK)
+        self.head: list[tuple] = []
+        self.verdicts: list[FrameScore] = []
+        self.vectors: list[np.ndarray | None] = []
+        self.explained: dict[int, tuple] = {}
+        self._best: FrameScore | None = None    # the best explained frame of the current run
+
+    def add(self, frame, vector, verdict: FrameScore) -> None:
+        decoded = (frame.index, frame.time_s, vector)
+        if frame.index < self.start:
+            self.before.append(decoded)
+            if frame.index == self.start - 1:
+                self.at_start = self.run.state()
+            return
+        if len(self.head) < BOUNDARY_CHECK:
+            self.head.append(decoded)
+        if len(self.vectors) < FINGERPRINT_FRAMES:
+            self.vectors.append(vector)
+        self.tail.append(decoded)
+        # The segmenter ends an event only where no picture is explained (its score is under
+        # the low threshold) or a change is absorbed: each event's core is whole runs.
+        if verdict.residual_image is None or verdict.absorbed:
+            self._end_run()
+        if verdict.residual_image is not None and (self._best is None
+                                                   or verdict.score > self._best.score):
+            self._best = verdict
+        self.verdicts.append(verdict)
+
+    def status(self, kind: str, detail: dict) -> None:
+        """A file's news (only a live source's matter)."""
+
+    def _end_run(self) -> None:
+        best, self._best = self._best, None
+        if best is not None and best.score >= self.threshold:
+            self.explained[best.index] = (best.residual_image, best.block_scores)
+
+    def result(self, first: int, end: int | None) -> ChunkVerdicts:
+        self._end_run()
+        if first < self.start and (self.at_start is None or not self.verdicts):
+            raise BoundaryMismatch(f"the pass from frame {first} never reached frame "
+                                   f"{self.start}")
+        kept = self.verdicts
+        return ChunkVerdicts(
+            first, self.start, end,
+            np.array([v.index for v in kept], np.int64),
+            np.array([v.time_s for v in kept], np.float64),
+            np.array([v.residual for v in kept], np.float64),
+            np.array([v.score for v in kept], np.float64),
+            [str(v.status) for v in kept], np.array([v.admitted for v in kept], bool),
+            np.array([v.absorbed for v in kept], bool), self.explained, self.vectors,
+            list(self.before), self.head, list(self.tail), self.at_start, self.run.state())
+
+
+def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int | None, *,
+                seed_sample: list[np.ndarray] | None = None,
+                state: bytes | None = None) -> ChunkVerdicts:
+    """Task: the verdicts on frames ``start <= index < end`` of a pass from frame ``first``
+    (seeded, as a start is, from ``seed_sample``: frames spread over the video, decoded once
+    for all its chunks), or going on from ``state`` (then ``first`` is ``start``)."""
+    with open_for(spec, settings) as source:
+        run = prepare_pass(source, settings)
+        run.start, run.end, run.seed_sample = first, end, seed_sample
+        if state is not None:
+            run.resume(state)
+        recorder = _Recorder(run, start)
+        # Residual images from the low threshold up, as ``videvent run`` makes them.
+        Engine(run, explain=settings.threshold_low).run(recorder)
+    return recorder.result(first, end)
+
+
+def holds_same_background(state: bytes, other: bytes) -> bool:
+    """Whether the detectors of two pass states hold the same background."""
+    detector, _ = pickle.loads(state)
+    other_detector, _ = pickle.loads(other)
+    return detector.holds_background_of(other_detector)
+
+
+def _same_frames(ours: list[tuple], theirs: list[tuple]) -> bool:
+    return len(ours) == len(theirs) > 0 and all(
+        a[0] == b[0] and a[1] == b[1] and (a[2] is None) == (b[2] is None)
+        and (a[2] is None or np.array_equal(a[2], b[2])) for a, b in zip(ours, theirs))
+
+
+class JoinedChunks:
+    """The chunks' verdicts in order, as the pass from the video's start gives them: iterate
+    for (frame, vector, verdict), as a session takes them.
+
+    ``chunks``: the chunks' ``ChunkVerdicts`` in order (the first scored from the video's
+    start). ``rescore(chunk, state)``: the chunk scored again going on from ``state``
+    (``score_chunk``). After the iteration, ``rescored`` lists the first frames of the chunks
+    scored again, and ``detector`` is the one whose start the result records (seed, start
+    reference): that of the last chunk whose pass began at the video's start.
+    """
+
+    def __init__(self, chunks: Iterable[ChunkVerdicts],
+                 rescore: Callable[[ChunkVerdicts, bytes], ChunkVerdicts]):
+        self.chunks, self.rescore = chunks, rescore
+        self.rescored: list[int] = []
+        self.detector = None
+
+    def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
+        before: ChunkVerdicts | None = None
+        for chunk in self.chunks:
+            if before is None:
+                video_start = chunk.start
+            elif chunk.first > video_start:   # else its pass is the one from the start
+                chunk = self._checked(before, chunk)
+            if chunk.first == video_start:
+                self.detector = pickle.loads(chunk.at_end)[0]
+            yield from chunk.frames()
+            before = chunk
+
+    def _checked(self, before: ChunkVerdicts, chunk: ChunkVerdicts) -> ChunkVerdicts:
+        """``chunk``, or, where its detector at its start does not hold the background that
+        ``before`` ended with, the chunk scored again from there."""
+        if not _same_frames(chunk.before, before.tail):
+            raise BoundaryMismatch(f"the frames before {chunk.start} differ")
+        if holds_same_background(before.at_end, chunk.at_start):
+            return chunk
+        again = self.rescore(chunk, before.at_end)
+        if not _same_frames(again.head, chunk.head):
+            raise BoundaryMismatch(f"the frames from {chunk.start} differ")
+        self.rescored.append(chunk.start)
+        return again
