@@ -20,7 +20,7 @@ from conftest import Kept, run_cli
 from videvent.dashboard import Dashboard
 from videvent.output.annotate import Overlay
 from videvent.output.clips import bgr_picture
-from videvent.output.thumbnails import write_thumbnail
+from videvent.output.thumbnails import ThumbnailStyle, write_thumbnail
 from videvent.output.video import VideoWriter
 from videvent.engine import Engine
 from videvent.passes import prepare
@@ -198,8 +198,8 @@ def test_a_thumbnail_is_the_sources_size_up_to_720_pixels_high(tmp_path):
         score = SimpleNamespace(residual_image=residual,
                                 block_scores=np.zeros((9, 16), np.float32))
         path = tmp_path / f"{width}.jpg"
-        write_thumbnail(path, np.full((height, width), 128, np.uint8), score, 4.5,
-                        overlay=Overlay())
+        write_thumbnail(path, ThumbnailStyle(4.5, overlay=Overlay()).jpeg(
+            np.full((height, width), 128, np.uint8), score))
         assert cv2.imread(str(path)).shape[:2] == expected
 
 

@@ -232,11 +232,11 @@ def test_thumbnails_keep_pictures_only_for_open_events(tmp_path):
     """Unusual moments that never become events (a watch's quiet weeks) keep no picture; an
     event keeps one, its best, until its thumbnail is written."""
     from videvent.detectors.base import FrameScore as Verdict
-    from videvent.output.thumbnails import ThumbnailSink
+    from videvent.output.thumbnails import ThumbnailSink, ThumbnailStyle
     from videvent.segmenter import Event
     from videvent.sources.base import Frame
 
-    sink = ThumbnailSink(tmp_path / "thumbnails", box_level=4.5)
+    sink = ThumbnailSink(tmp_path / "thumbnails", ThumbnailStyle(box_level=4.5))
     picture = np.full((48, 64), 90, np.uint8)
     residual, blocks = np.zeros((48, 64), np.float32), np.zeros((3, 4))
 

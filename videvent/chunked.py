@@ -29,9 +29,11 @@ import numpy as np
 
 from .detectors import FrameScore
 from .engine import Engine
-from .passes import open_for, prepare_pass
+from .output.thumbnails import ThumbnailStyle
+from .passes import open_for, prepare_pass, source_regions
 from .session import FINGERPRINT_FRAMES
 from .settings import Settings
+from .sinks import thumbnail_style
 from .sources import Frame
 
 # Frames on each side of a boundary compared between the passes that decoded them.
@@ -61,6 +63,7 @@ class ChunkVerdicts:
     # that reaches the threshold: the only frames an event's thumbnail can show (a frame
     # explained is one scoring from the low threshold up; a run also ends at an absorption).
     explained: dict[int, tuple[np.ndarray, np.ndarray | None]]
+    thumbnails: dict[int, bytes]      # ... and the thumbnail of each (its picture is here)
     vectors: list[np.ndarray | None]  # its first frames' (the video's fingerprint)
     before: list[tuple]               # (index, time_s, vector) of the last frames before start
     head: list[tuple]                 # ... of its first frames
@@ -83,8 +86,9 @@ class _Recorder:
     """The engine's consumer for a chunk's pass: keeps the pass's state where the chunk
     starts, and the verdicts from there on."""
 
-    def __init__(self, run, start: int):
-        self.run, self.start, self.threshold = run, start, run.settings.threshold
+    def __init__(self, run, start: int, style: ThumbnailStyle):
+        self.run, self.start, self.threshold, self.style = (run, start, run.settings.threshold,
+                                                            style)
         self.at_start: bytes | None = None
         self.before: deque = deque(maxlen=BOUNDARY_CHECK)
         self.tail: deque = deque(maxlen=BOUNDARY_CHECK)
@@ -92,7 +96,9 @@ class _Recorder:
         self.verdicts: list[FrameScore] = []
         self.vectors: list[np.ndarray | None] = []
         self.explained: dict[int, tuple] = {}
-        self._best: FrameScore | None = None    # the best explained frame of the current run
+        self.thumbnails: dict[int, bytes] = {}
+        # The best explained frame of the current run, and its frame (its picture).
+        self._best: tuple[FrameScore, Frame] | None = None
 
     def add(self, frame, vector, verdict: FrameScore) -> None:
         decoded = (frame.index, frame.time_s, vector)
@@ -111,8 +117,8 @@ class _Recorder:
         if verdict.residual_image is None or verdict.absorbed:
             self._end_run()
         if verdict.residual_image is not None and (self._best is None
-                                                   or verdict.score > self._best.score):
-            self._best = verdict
+                                                   or verdict.score > self._best[0].score):
+            self._best = verdict, frame
         self.verdicts.append(verdict)
 
     def status(self, kind: str, detail: dict) -> None:
@@ -120,8 +126,13 @@ class _Recorder:
 
     def _end_run(self) -> None:
         best, self._best = self._best, None
-        if best is not None and best.score >= self.threshold:
-            self.explained[best.index] = (best.residual_image, best.block_scores)
+        if best is None or best[0].score < self.threshold:
+            return
+        verdict, frame = best
+        self.explained[verdict.index] = (verdict.residual_image, verdict.block_scores)
+        picture = frame.picture_to_show()
+        if picture is not None:       # made here, in parallel, not decoded again at the join
+            self.thumbnails[verdict.index] = self.style.jpeg(picture, verdict)
 
     def result(self, first: int, end: int | None) -> ChunkVerdicts:
         self._end_run()
@@ -136,7 +147,8 @@ class _Recorder:
             np.array([v.residual for v in kept], np.float64),
             np.array([v.score for v in kept], np.float64),
             [str(v.status) for v in kept], np.array([v.admitted for v in kept], bool),
-            np.array([v.absorbed for v in kept], bool), self.explained, self.vectors,
+            np.array([v.absorbed for v in kept], bool), self.explained, self.thumbnails,
+            self.vectors,
             list(self.before), self.head, list(self.tail), self.at_start, self.run.state())
 
 
@@ -151,7 +163,8 @@ def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int 
         run.start, run.end, run.seed_sample = first, end, seed_sample
         if state is not None:
             run.resume(state)
-        recorder = _Recorder(run, start)
+        recorder = _Recorder(run, start, thumbnail_style(settings,
+                                                         source_regions(settings, source)))
         # Residual images from the low threshold up, as ``videvent run`` makes them.
         Engine(run, explain=settings.threshold_low).run(recorder)
     return recorder.result(first, end)
@@ -178,7 +191,7 @@ class JoinedChunks:
     start). ``rescore(chunk, state)``: the chunk scored again going on from ``state``
     (``score_chunk``). After the iteration, ``rescored`` lists the first frames of the chunks
     scored again, and ``detector`` is the one whose start the result records (seed, start
-    reference): that of the last chunk whose pass began at the video's start.
+    reference): that of the last chunk whose pass began at the video's start (or the first).
     """
 
     def __init__(self, chunks: Iterable[ChunkVerdicts],
@@ -186,6 +199,7 @@ class JoinedChunks:
         self.chunks, self.rescore = chunks, rescore
         self.rescored: list[int] = []
         self.detector = None
+        self._thumbnails: dict[int, bytes] = {}   # of the frames given, by index, in order
 
     def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
         before: ChunkVerdicts | None = None
@@ -194,10 +208,23 @@ class JoinedChunks:
                 video_start = chunk.start
             elif chunk.first > video_start:   # else its pass is the one from the start
                 chunk = self._checked(before, chunk)
-            if chunk.first == video_start:
+            if before is None or chunk.first == video_start:
                 self.detector = pickle.loads(chunk.at_end)[0]
+            self._thumbnails.update(chunk.thumbnails)
             yield from chunk.frames()
             before = chunk
+
+    def thumbnail(self, index: int) -> bytes | None:
+        """The thumbnail made of frame ``index`` where it was scored; those of the frames
+        before it are let go of (a thumbnail is asked for once its event has ended)."""
+        while self._thumbnails:
+            first = next(iter(self._thumbnails))
+            if first > index:
+                break
+            jpeg = self._thumbnails.pop(first)
+            if first == index:
+                return jpeg
+        return None
 
     def _checked(self, before: ChunkVerdicts, chunk: ChunkVerdicts) -> ChunkVerdicts:
         """``chunk``, or, where its detector at its start does not hold the background that

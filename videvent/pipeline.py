@@ -33,11 +33,14 @@ from .sources import Frame, FrameSource
 
 class ScoredElsewhere(Protocol):
     """A pass's verdicts scored elsewhere: (frame, working vector or None, verdict) in order;
-    ``detector``, once they are all given, is the one whose start the result records."""
+    ``detector``, once they are all given, is the one whose start the result records;
+    ``thumbnail(index)``, the thumbnail of a frame made where it was scored (or None)."""
 
     detector: SubspaceWindowDetector
 
     def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]: ...
+
+    def thumbnail(self, index: int) -> bytes | None: ...
 
 
 def default_out_dir(spec: str | os.PathLike) -> Path:
@@ -150,11 +153,12 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
-        # Frames scored elsewhere carry no picture: an event's peak frame is then
-        # decoded again for its thumbnail.
+        # Frames scored elsewhere carry no picture: an event's thumbnail was made there, or its
+        # peak frame is decoded again for it.
         written_by = folder_sinks(source, settings, source_regions(settings, source), staging,
                                   thumbnails=True,
                                   redecode=lambda index: _picture(source, index),
+                                  thumbnails_made=None if scored is None else scored.thumbnail,
                                   video=export_video, clips=clips, clip_template=clip_template,
                                   clip_mode=clip_mode)
         result = scan(source, settings, staging, compare=compare, sinks=[*written_by, *sinks],

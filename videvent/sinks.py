@@ -19,23 +19,30 @@ from .choices import CLIP_MODES
 from .output.clips import REGIONS_NAME, AnnotatedVideoSink, ClipSink
 from .output.names import ANNOTATED_NAME, CLIP_TEMPLATE
 from .output.sink import Sink
-from .output.thumbnails import ThumbnailSink
+from .output.thumbnails import ThumbnailSink, ThumbnailStyle
 from .passes import frame_range
 from .regions import Regions
 from .settings import SettingError, Settings
 from .sources import FrameSource
 
 
+def thumbnail_style(settings: Settings, regions: Regions) -> ThumbnailStyle:
+    """How the settings draw an event's thumbnail, with ``regions`` outlined."""
+    return ThumbnailStyle(settings.threshold_low, regions, Overlay.of(settings))
+
+
 def folder_sinks(source: FrameSource, settings: Settings, regions: Regions, folder: Path, *,
                  thumbnails: bool = False,
                  redecode: Callable[[int], np.ndarray] | None = None,
+                 thumbnails_made: Callable[[int], bytes | None] | None = None,
                  video: bool | str | os.PathLike = False, clips: bool = False,
                  clip_template: str = CLIP_TEMPLATE, clip_mode: str | None = None,
                  clip_folder: Path | None = None,
                  recorded: tuple[dict, list[dict]] | None = None) -> list[Sink]:
     """The sinks writing ``source``'s results into ``folder``, in the order they are told:
 
-    ``thumbnails`` (``redecode(index)``: the picture of a frame that came without one); the
+    ``thumbnails`` (for frames that came without a picture: ``thumbnails_made(index)``, the
+    thumbnail made where the frame was scored, or ``redecode(index)``, its picture); the
     annotated video (``video``: True for annotated.mp4 in ``folder``, or a path) and
     ``regions.csv``; one clip per event (``clips``, named by ``clip_template``, into
     ``clip_folder``, default ``folder``; made as ``clip_mode`` says, or, None, encoded from
@@ -46,9 +53,8 @@ def folder_sinks(source: FrameSource, settings: Settings, regions: Regions, fold
     """
     sinks: list[Sink] = []
     if thumbnails:
-        sinks.append(ThumbnailSink(folder / "thumbnails", settings.threshold_low,
-                                   redecode=redecode, regions=regions,
-                                   overlay=Overlay.of(settings)))
+        sinks.append(ThumbnailSink(folder / "thumbnails", thumbnail_style(settings, regions),
+                                   redecode=redecode, made=thumbnails_made))
     if video:
         height = chart_height(source.height)
         if not height:

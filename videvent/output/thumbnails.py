@@ -7,6 +7,7 @@ cost no second decoding and memory stays bounded.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -21,40 +22,54 @@ from .sink import Sink
 THUMBNAIL_MAX_HEIGHT = 720
 
 
-def write_thumbnail(path: Path, image: np.ndarray, score, box_level: float,
-                    regions=None, overlay: Overlay = Overlay()) -> None:
-    """The peak frame of an event with ``overlay`` and the outlines of ``regions``
-    (``videvent.regions.Regions``), at its own size up to 720 pixels high."""
-    colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
-    residual = score.residual_image
-    if residual.ndim == 3:
-        residual = np.abs(residual).max(axis=2)
-    shown, _ = overlay.draw(colour, residual, score.block_scores, box_level)
-    if regions:
-        regions.draw(shown, (colour.shape[1], colour.shape[0]))
-    if shown.shape[0] > THUMBNAIL_MAX_HEIGHT:
-        width = round(shown.shape[1] * THUMBNAIL_MAX_HEIGHT / shown.shape[0])
-        shown = cv2.resize(shown, (width, THUMBNAIL_MAX_HEIGHT), interpolation=cv2.INTER_AREA)
-    encoded, jpeg = cv2.imencode(".jpg", shown, [cv2.IMWRITE_JPEG_QUALITY, 88])
-    if not encoded:
-        raise ValueError(f"cannot encode the thumbnail {path}")
+@dataclass(frozen=True)
+class ThumbnailStyle:
+    """How an event's thumbnail is drawn: ``overlay``, the changed areas boxed from
+    ``box_level`` up, and the outlines of ``regions`` (``videvent.regions.Regions``)."""
+
+    box_level: float
+    regions: object = None
+    overlay: Overlay = Overlay()
+
+    def jpeg(self, image: np.ndarray, score) -> bytes:
+        """The thumbnail of ``image`` (a frame at its own size), whose verdict is ``score``
+        (with its residual image), up to 720 pixels high, as JPEG."""
+        colour = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
+        residual = score.residual_image
+        if residual.ndim == 3:
+            residual = np.abs(residual).max(axis=2)
+        shown, _ = self.overlay.draw(colour, residual, score.block_scores, self.box_level)
+        if self.regions:
+            self.regions.draw(shown, (colour.shape[1], colour.shape[0]))
+        if shown.shape[0] > THUMBNAIL_MAX_HEIGHT:
+            width = round(shown.shape[1] * THUMBNAIL_MAX_HEIGHT / shown.shape[0])
+            shown = cv2.resize(shown, (width, THUMBNAIL_MAX_HEIGHT),
+                               interpolation=cv2.INTER_AREA)
+        encoded, jpeg = cv2.imencode(".jpg", shown, [cv2.IMWRITE_JPEG_QUALITY, 88])
+        if not encoded:
+            raise ValueError(f"cannot encode the thumbnail of frame {score.index}")
+        return jpeg.tobytes()
+
+
+def write_thumbnail(path: Path, jpeg: bytes) -> None:
     # Written by Python: cv2.imwrite crashes on a path that is not valid UTF-8.
-    write_atomically(path, lambda temporary: temporary.write_bytes(jpeg.tobytes()))
+    write_atomically(path, lambda temporary: temporary.write_bytes(jpeg))
 
 
 class ThumbnailSink(Sink):
-    """Writes ``thumbnails/eventNNN.jpg`` for every event, from its peak frame.
+    """Writes ``thumbnails/eventNNN.jpg`` for every event, from its peak frame, drawn in
+    ``style``.
 
-    ``redecode(index)``: the picture of a frame, decoded again, for front ends whose frames
-    carry none (``batch`` decodes chunks elsewhere). ``regions`` are outlined on them, and
-    ``overlay`` drawn.
+    For front ends whose frames carry no picture (``batch`` scores chunks elsewhere):
+    ``made(index)``, the thumbnail of a frame made where it was scored (None if it was not),
+    else ``redecode(index)``, the picture of a frame decoded again.
     """
 
-    def __init__(self, folder: Path, box_level: float,
-                 redecode: Callable[[int], np.ndarray] | None = None, regions=None,
-                 overlay: Overlay = Overlay()):
-        self.folder, self.box_level, self.redecode = Path(folder), box_level, redecode
-        self.regions, self.overlay = regions, overlay
+    def __init__(self, folder: Path, style: ThumbnailStyle,
+                 redecode: Callable[[int], np.ndarray] | None = None,
+                 made: Callable[[int], bytes | None] | None = None):
+        self.folder, self.style = Path(folder), style
+        self.redecode, self.made = redecode, made
         self.folder.mkdir(exist_ok=True)
         # Per open event: its best frame so far (score, frame, verdict). Only frames in an
         # event's core can be its peak, so nothing else is kept: a watch with unusual moments
@@ -74,11 +89,14 @@ class ThumbnailSink(Sink):
         if found is None:
             return
         _, frame, score = found
-        image = frame.picture_to_show()
-        if image is None:
-            if self.redecode is None:
-                return
-            image = self.redecode(score.index)
+        jpeg = None if self.made is None else self.made(score.index)
+        if jpeg is None:
+            image = frame.picture_to_show()
+            if image is None:
+                if self.redecode is None:
+                    return
+                image = self.redecode(score.index)
+            jpeg = self.style.jpeg(image, score)
         path = self.folder / f"event{event.number:03d}.jpg"
-        write_thumbnail(path, image, score, self.box_level, self.regions, self.overlay)
+        write_thumbnail(path, jpeg)
         files["thumbnail"] = str(path)
