@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -104,6 +105,7 @@ def timed_batch(video: Path, out: Path, workers: int, chunk_s: float):
     worker processes, each pinned to a core of its own."""
     from distributed import Client, LocalCluster
 
+    shutil.rmtree(out, ignore_errors=True)   # a batch skips what an earlier one finished
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
                       scheduler_kwargs={"dashboard": False}) as cluster, \

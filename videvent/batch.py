@@ -249,20 +249,28 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
 
 def chunk_ranges(video: Video, settings: Settings,
                  chunk_seconds: float) -> list[tuple[int, int | None]]:
-    """The time chunks of a video's range to scan; none when it is short enough for one task
-    (or its length cannot be known: the task that scans it reports why)."""
+    """The time chunks of a video's range to scan, about ``chunk_seconds`` each; none when it
+    is short enough for one task, or no longer than the detector's look-back (every chunk
+    would be scored from its start), or its length cannot be known (the task that scans it
+    reports why).
+
+    Each chunk after the first is scored from the detector's look-back before it, so the
+    first, which has none, is longer by a look-back: every chunk is as much work.
+    """
     try:
         with open_for(video.spec, settings) as source:
             start, end = frame_range(settings, source.fps)
             count, chunk_frames = source.frame_count, max(1, round(chunk_seconds * source.fps))
+            look_back = prepare_pass(source, settings).detector.look_back
     except Exception:  # noqa: BLE001
         return []
     last = end
     length = (min(end, count) if end is not None and count else end or count or 0) - start
-    if length <= chunk_frames:
+    if length <= max(chunk_frames, look_back):
         return []
     pieces = math.ceil(length / chunk_frames)
-    bounds = [start + round(i * length / pieces) for i in range(pieces)]
+    bounds = [start] + [start + look_back + round(i * (length - look_back) / pieces)
+                        for i in range(1, pieces)]
     # Without an end given, the last chunk reads to the end of the source: the frame count
     # in a header can be short.
     return list(zip(bounds, bounds[1:] + [last]))
