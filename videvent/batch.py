@@ -220,15 +220,24 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
             # Frames spread over the video seed every chunk's start: decoded once, shared.
             sample = client.scatter(seed_sample(run), broadcast=True) if seeds(run) else None
             look_back = max(run.detector.look_back, BOUNDARY_CHECK)
-            first = ranges[0][0]
-            pending = deque(client.submit(score_chunk, video.spec, settings,
-                                          max(first, start - look_back), start, end,
-                                          seed_sample=sample, pure=False)
-                            for start, end in ranges)
+
+            def submit(start, end):
+                return client.submit(score_chunk, video.spec, settings,
+                                     max(ranges[0][0], start - look_back), start, end,
+                                     seed_sample=sample, pure=False)
 
             def in_order():
-                while pending:      # each chunk's result let go of once it is joined
-                    yield pending.popleft().result()
+                # Two chunks a worker ahead of the join at most: the results waiting (each
+                # holds two detector states, megabytes) stay few however long the video.
+                ahead = 2 * max(1, len(client.scheduler_info()["workers"]))
+                waiting = deque(submit(*chunk) for chunk in ranges[:ahead])
+                later = iter(ranges[ahead:])
+                while waiting:
+                    done = waiting.popleft().result()
+                    chunk = next(later, None)
+                    if chunk is not None:
+                        waiting.append(submit(*chunk))
+                    yield done
 
             def rescore(chunk, state):
                 # The state (megabytes) goes as data, not inside the task's description.

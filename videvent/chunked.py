@@ -93,7 +93,9 @@ class _Recorder:
         self.before: deque = deque(maxlen=BOUNDARY_CHECK)
         self.tail: deque = deque(maxlen=BOUNDARY_CHECK)
         self.head: list[tuple] = []
-        self.verdicts: list[FrameScore] = []
+        # The verdicts' fields, column by column: a verdict's residual image is let go of
+        # unless its frame may be an event's peak.
+        self.columns: tuple[list, ...] = ([], [], [], [], [], [], [])
         self.vectors: list[np.ndarray | None] = []
         self.explained: dict[int, tuple] = {}
         self.thumbnails: dict[int, bytes] = {}
@@ -119,7 +121,10 @@ class _Recorder:
         if verdict.residual_image is not None and (self._best is None
                                                    or verdict.score > self._best[0].score):
             self._best = verdict, frame
-        self.verdicts.append(verdict)
+        for column, value in zip(self.columns, (
+                verdict.index, verdict.time_s, verdict.residual, verdict.score,
+                str(verdict.status), verdict.admitted, verdict.absorbed)):
+            column.append(value)
 
     def status(self, kind: str, detail: dict) -> None:
         """A file's news (only a live source's matter)."""
@@ -136,19 +141,15 @@ class _Recorder:
 
     def result(self, first: int, end: int | None) -> ChunkVerdicts:
         self._end_run()
-        if first < self.start and (self.at_start is None or not self.verdicts):
+        index, time_s, residual, score, status, admitted, absorbed = self.columns
+        if first < self.start and (self.at_start is None or not index):
             raise BoundaryMismatch(f"the pass from frame {first} never reached frame "
                                    f"{self.start}")
-        kept = self.verdicts
         return ChunkVerdicts(
-            first, self.start, end,
-            np.array([v.index for v in kept], np.int64),
-            np.array([v.time_s for v in kept], np.float64),
-            np.array([v.residual for v in kept], np.float64),
-            np.array([v.score for v in kept], np.float64),
-            [str(v.status) for v in kept], np.array([v.admitted for v in kept], bool),
-            np.array([v.absorbed for v in kept], bool), self.explained, self.thumbnails,
-            self.vectors,
+            first, self.start, end, np.array(index, np.int64), np.array(time_s, np.float64),
+            np.array(residual, np.float64), np.array(score, np.float64), status,
+            np.array(admitted, bool), np.array(absorbed, bool), self.explained,
+            self.thumbnails, self.vectors,
             list(self.before), self.head, list(self.tail), self.at_start, self.run.state())
 
 
