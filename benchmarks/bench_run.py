@@ -74,29 +74,17 @@ def make_clip(path: Path, seconds: int) -> None:
 
 
 def loop_clip(source: Path, path: Path, times: int) -> None:
-    """``source`` played ``times`` times in a row, by copying packets (no re-encoding)."""
+    """``source`` played ``times`` times in a row, by copying packets (no re-encoding).
+
+    FFmpeg's ``-stream_loop`` keeps the frame rate constant across the joins (copying the
+    packets with offsets of our own left a gap of two frames at each join, where B-frames
+    delay decoding: a pass started by seeking then numbered its frames one off).
+    """
     if path.exists():
         return
     temporary = path.with_suffix(".tmp.mp4")
-    with av.open(str(source)) as inp, av.open(str(temporary), "w") as out:
-        in_stream = inp.streams.video[0]
-        out_stream = out.add_stream_from_template(in_stream)
-        offset, first_dts = 0, None
-        for _ in range(times):
-            inp.seek(0)
-            end = offset
-            for packet in inp.demux(in_stream):
-                if packet.dts is None:
-                    continue
-                first_dts = packet.dts if first_dts is None else first_dts
-                packet.pts += offset
-                packet.dts += offset
-                end = max(end, packet.pts + (packet.duration or 0))
-                packet.stream = out_stream
-                out.mux(packet)
-            # Start the next copy after this one's last frame, with decoding timestamps
-            # (which run ahead of presentation ones) still increasing.
-            offset = end - min(first_dts, 0)
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-stream_loop", str(times - 1), "-i",
+                    str(source), "-map", "0:v:0", "-c", "copy", str(temporary)], check=True)
     os.replace(temporary, path)
 
 

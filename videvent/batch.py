@@ -207,7 +207,7 @@ def scan_video(video: Video, out_dir: str, settings: Settings, plot: bool) -> Vi
 
 def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
                 ranges: list[tuple[int, int | None]]) -> VideoOutcome:
-    """Task: the video's chunks scored as tasks of their own, all at once, each from the
+    """Task: the video's chunks scored as tasks of their own, at once, each from the
     detector's look-back before it, then joined in order (``videvent.chunked``); writes what
     ``run`` writes. Scans the video in one pass if two chunks decode a boundary differently.
     """

@@ -1,9 +1,9 @@
 """The engine: the one loop that scores frames, which every front end feeds.
 
 ``run``, ``batch``, ``export``, ``watch`` and the Python API differ in where their frames
-come from (a file, a stream watched by ``sources.live.LiveSource``, the chunks a batch decoded
-in parallel) and in whom the verdicts go to (a ``Session``, or ``export``'s check against the
-recorded run); between the two, ``Engine.run`` is the only code that asks a detector to score
+come from (a file or a range of it, a stream watched by ``sources.live.LiveSource``) and in
+whom the verdicts go to (a ``Session``, ``export``'s check against the recorded run, or the
+chunk of a long video that ``batch`` scores apart: ``videvent.chunked``); between the two, ``Engine.run`` is the only code that asks a detector to score
 a frame, so a frame is scored the same way whatever the front end.
 
 Decoding and preprocessing run on a reader thread feeding a bounded queue
@@ -182,8 +182,8 @@ class Engine:
         every frame in order, its ``status(kind, detail)`` the source's news.
 
         ``decoded``: the pass's (frame, working vector) pairs decoded and preprocessed
-        elsewhere (``videvent batch`` decodes the chunks of a long video in parallel), scored
-        instead of reading the source. ``buffer``: frames read ahead at most.
+        beforehand, scored instead of reading the source (``benchmarks/bench_run.py`` times
+        the detector's pass alone so). ``buffer``: frames read ahead at most.
         ``close_timeout``: how long to wait for the reader when the pass ends (a network read
         cannot be interrupted). ``on_scored(decoded, verdict)``: told as soon as a frame is
         scored, before the consumer. ``on_idle(since)``: told every ``POLL_S`` while nothing

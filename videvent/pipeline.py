@@ -59,8 +59,8 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     ``scores.csv`` (and ``compare.csv``), besides what ``sinks`` write.
 
     ``scored``: the pass's verdicts, scored elsewhere (``videvent.chunked.JoinedChunks``),
-    which the session takes instead of the engine's. ``explain_all``: every frame gets its residual image (for the annotated
-    video), not only those from ``threshold_low`` up.
+    which the session takes instead of the engine's. ``explain_all``: every frame gets its
+    residual image (for the annotated video), not only those from ``threshold_low`` up.
     """
     run, segmenter = prepare(source, settings)
     session = Session(run, segmenter, sinks=sinks,
