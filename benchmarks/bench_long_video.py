@@ -125,14 +125,13 @@ def timed_batch(video: Path, out: Path, workers: int, chunk_s: float):
 
 
 def speed_up(machines: int, minutes: float, costs: dict) -> float:
-    """One core's time for the whole video over the chunked scan's on ``machines`` cores:
-    a chunk of minutes/machines each, with its look-back, then the join."""
-    work = costs["per_minute_s"]
-    look_back_min = costs["look_back_s"] / 60
-    chunk = minutes / machines
-    parallel = (chunk + min(look_back_min, minutes - chunk)) * work
+    """One core's time for the whole video over the chunked scan's on ``machines`` cores, no
+    chunk scored again: the video in as many chunks, all but the first with a look-back (the
+    first longer by one: all as much work), then the join and the checks."""
+    work = minutes * costs["per_minute_s"]
+    parallel = (work + (machines - 1) * costs["look_back_cpu_s"]) / machines
     sequential = minutes * costs["join_per_minute_s"] + machines * costs["check_s"]
-    return minutes * work / (parallel + sequential)
+    return work / (parallel + sequential)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from fractions import Fraction
 
 import pytest
 
@@ -205,6 +206,35 @@ def test_chunks_scored_apart_give_the_events_of_a_sequential_run(long_clip, tmp_
         assert abs(mine["end_time_s"] - its["end_time_s"]) <= 1.0
     assert sorted(p.name for p in (chunked / "thumbnails").iterdir()) == sorted(
         p.name for p in (sequential / "thumbnails").iterdir())
+
+
+def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_clip, tmp_path):
+    """A recording whose timestamps skip (three frames' time every 100 frames, as a recorder
+    that dropped frames writes them): a pass that seeks numbers its frames otherwise than one
+    from the start, which the chunks' boundary check finds."""
+    import av
+
+    gappy = tmp_path / "gappy.mp4"
+    with av.open(str(long_clip)) as source, av.open(str(gappy), "w") as written:
+        frames = source.streams.video[0]
+        stream = written.add_stream("libx264", rate=15, options={"preset": "veryfast"})
+        stream.width, stream.height, stream.pix_fmt = frames.width, frames.height, "yuv420p"
+        stream.codec_context.time_base = Fraction(1, 15)
+        for k, frame in enumerate(source.decode(frames)):
+            copy = av.VideoFrame.from_ndarray(frame.to_ndarray(format="yuv420p"),
+                                              format="yuv420p")
+            copy.pts, copy.time_base = k + 3 * (k // 100), Fraction(1, 15)
+            written.mux(stream.encode(copy))
+        written.mux(stream.encode())
+    sequential = tmp_path / "sequential"
+    assert run_cli("run", gappy, "-d", sequential, "-q", "--no-plot",
+                   "--background-span", SHORT_SPAN).returncode == 0
+    out = tmp_path / "chunked"
+    result = run_cli("batch", gappy, "--out", out, "--workers", "1", "--chunk-minutes", 0.3,
+                     "--no-plot", "--background-span", SHORT_SPAN)
+    assert result.returncode == 0, result.stderr
+    assert "scanned in one pass: after a seek its frames are numbered otherwise" in result.stderr
+    assert events_of(out / "gappy.videvent") == events_of(sequential)
 
 
 @pytest.fixture(scope="module")

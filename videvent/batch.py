@@ -81,6 +81,7 @@ class VideoOutcome:
     skipped: bool = False  # complete results of an earlier run with the same settings
     chunks: int = 1  # time chunks scored in parallel (1: one sequential pass)
     rescored: int = 0  # of those, scored again from the chunk before's end
+    note: str | None = None  # why a video asked to be chunked was not
 
 
 @dataclass
@@ -247,8 +248,11 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
 
             joined = JoinedChunks(in_order(), rescore)
             result = write_results(source, settings, Path(out_dir), plot=plot, scored=joined)
-    except BoundaryMismatch:
-        return scan_video(video, out_dir, settings, plot)
+    except BoundaryMismatch as mismatch:
+        outcome = scan_video(video, out_dir, settings, plot)
+        outcome.note = (f"scanned in one pass: after a seek its frames are numbered otherwise "
+                        f"({mismatch})")
+        return outcome
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
         return VideoOutcome(video, error=_one_line(error))
     return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,

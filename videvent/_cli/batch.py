@@ -25,6 +25,8 @@ def _progress_line(quiet: bool):
             what = f"{len(outcome.events)} event{'' if len(outcome.events) == 1 else 's'}"
             if outcome.chunks > 1:
                 what += f" (scored in {outcome.chunks} chunks, {outcome.rescored} again)"
+            if outcome.note:
+                what += f" ({outcome.note})"
         rate = f" | {frames_per_second:.0f} frames/s over all workers" if frames_per_second else ""
         click.echo(f"[{done}/{total}] {outcome.video.name}: {what}{rate}", err=True)
     return report
