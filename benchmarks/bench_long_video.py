@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_chunks import matched  # noqa: E402
-from bench_run import loop_clip, make_clip  # noqa: E402
+from bench_run import loop_clip, make_clip, timed_peak  # noqa: E402
 from videvent.batch import Video, run_batch  # noqa: E402
 from videvent.chunked import JoinedChunks, holds_same_background, score_chunk  # noqa: E402
 from videvent.engine import seed_sample  # noqa: E402
@@ -93,11 +92,11 @@ def chunk_costs(video: Path, fps: float, chunk_frames: int, out: Path) -> dict:
             "join_per_minute_s": join_s / minutes}
 
 
-def timed_run(video: Path, out: Path) -> float:
-    began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "videvent", "run", str(video), "-d", str(out), "-q",
-                    "--no-plot"], check=True, preexec_fn=lambda: os.sched_setaffinity(0, {0}))
-    return time.perf_counter() - began
+def timed_run(video: Path, out: Path) -> tuple[float, float]:
+    """Wall seconds and peak memory (MB) of ``videvent run`` (on this process's core)."""
+    seconds, peak_kib = timed_peak([sys.executable, "-m", "videvent", "run", str(video), "-d",
+                                    str(out), "-q", "--no-plot"])
+    return seconds, peak_kib / 1024
 
 
 def timed_batch(video: Path, out: Path, workers: int, chunk_s: float):
@@ -161,10 +160,10 @@ def main() -> None:
           f"{costs['check_s']:.2f} s a boundary")
 
     run_out = args.work / "long_run.videvent"
-    run_s = timed_run(video, run_out)
+    run_s, run_mb = timed_run(video, run_out)
     theirs = [(e["start_time_s"], e["end_time_s"])
               for e in json.loads((run_out / "events.json").read_text())["events"]]
-    rows = [("videvent run, 1 core", run_s, None, None)]
+    rows = [("videvent run, 1 core", run_s, None, [run_mb])]
     for workers in (1, 2):
         seconds, outcome, memory = timed_batch(video, args.work / f"long_batch{workers}",
                                                workers, args.chunk_minutes * 60)
@@ -172,11 +171,11 @@ def main() -> None:
                      memory))
     one_worker = rows[1][1]
     print("| | wall s | x run | x 1 worker | chunks (again) | run's events found | own | "
-          "peak MB per worker |")
+          "peak MB a process |")
     print("|---|---|---|---|---|---|---|---|")
     for name, seconds, outcome, memory in rows:
         if outcome is None:
-            print(f"| {name} | {seconds:.0f} | 1.00 | | | {len(theirs)} | | |")
+            print(f"| {name} | {seconds:.0f} | 1.00 | | | {len(theirs)} | | {memory[0]:.0f} |")
             continue
         found, own = matched(theirs, [(e["start_time_s"], e["end_time_s"])
                                       for e in outcome.events])
