@@ -14,7 +14,7 @@ machines, one core each), so the decoder and BLAS have one thread.
    worker's work per minute.
 3. Wall time of ``videvent run`` and of ``videvent batch --chunk-minutes`` on 1 and 2 worker
    processes, their ratios, the chunks scored again, and the run's events the chunked scan
-   found with both ends within 1 s (and its own); each worker's peak memory.
+   found with both ends within 1 s (and its own); each worker's peak memory and run's.
 4. What those figures give on N machines (the chunks spread over them: a chunk of the video's
    length over N each, each with its look-back), for this video and for a day of footage.
 """
