@@ -36,8 +36,10 @@ FPS = 25
 SIZE = (320, 240)
 
 
-def join_clips(clips: dict, times: int, path: Path) -> list[tuple[str, float, float]]:
-    """The clips joined into ``path`` (made once); (name, start s, end s) of each piece."""
+def join_clips(clips: dict, times: int, path: Path,
+               size: tuple[int, int] = SIZE) -> list[tuple[str, float, float]]:
+    """The clips joined into ``path`` (made once), each scaled and padded to ``size``; (name,
+    start s, end s) of each piece."""
     pieces, at = [], 0.0
     for _ in range(times):
         for name, clip in clips.items():
@@ -47,7 +49,7 @@ def join_clips(clips: dict, times: int, path: Path) -> list[tuple[str, float, fl
     if path.exists():
         return pieces
     inputs = [str(DEVSET / clip["folder"] / clip["source"]) for clip in clips.values()] * times
-    width, height = SIZE
+    width, height = size
     filters = "".join(
         f"[{k}:v]fps={FPS},scale={width}:{height}:force_original_aspect_ratio=decrease,"
         f"pad={width}:{height}:(ow-iw)/2:(oh-ih)/2,format=yuv420p,setsar=1[v{k}];"

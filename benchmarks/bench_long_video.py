@@ -1,9 +1,11 @@
 """Benchmark: one long video scored in chunks over worker processes (issue 31), run by hand.
 
-    python benchmarks/bench_long_video.py [--minutes 60] [--chunk-minutes 15] [--work DIR]
+    python benchmarks/bench_long_video.py [--video garden|devset] [--minutes 60]
+                                          [--chunk-minutes 15] [--work DIR]
 
-The video is ``bench_run.py``'s 720p garden clip (30 s, the walker crossing every 20 s)
-looped to ``--minutes`` without re-encoding. Every figure is one core's: this process, the
+The video is ``bench_run.py``'s 720p garden clip (30 s, the walker crossing every 20 s), or
+the dev set's fifteen real clips joined at 1280x720 and 25 fps (``bench_chunk_scan.py``'s
+join, 10 min; needs ../shared), looped to ``--minutes`` without re-encoding. Every figure is one core's: this process, the
 ``videvent run`` it times and each Dask worker are pinned to one core each (a cluster's
 machines, one core each), so the decoder and BLAS have one thread.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -33,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_chunk_scan import DEVSET, join_clips  # noqa: E402
 from bench_chunks import matched  # noqa: E402
 from bench_run import loop_clip, make_clip, timed_peak  # noqa: E402
 from videvent.batch import Video, run_batch  # noqa: E402
@@ -135,16 +139,26 @@ def speed_up(machines: int, minutes: float, costs: dict) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--video", choices=("garden", "devset"), default="garden")
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--chunk-minutes", type=float, default=15.0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/videvent-bench"))
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    clip = args.work / f"garden_720p_{CLIP_SECONDS}s.mp4"
-    make_clip(clip, CLIP_SECONDS)
-    video = args.work / f"garden_720p_{args.minutes}min_looped.mp4"
-    loop_clip(clip, video, args.minutes * 60 // CLIP_SECONDS)
-    fps = 30.0
+    if args.video == "garden":
+        clip = args.work / f"garden_720p_{CLIP_SECONDS}s.mp4"
+        make_clip(clip, CLIP_SECONDS)
+        clip_seconds = CLIP_SECONDS
+    else:
+        clips = {name: clip for name, clip in
+                 json.loads((DEVSET / "clips.json").read_text()).items()
+                 if clip.get("scored", True)}
+        clip = args.work / "devset_720p.mp4"
+        clip_seconds = join_clips(clips, 1, clip, size=(1280, 720))[-1][2]
+    video = args.work / f"{args.video}_720p_{args.minutes}min_looped.mp4"
+    loop_clip(clip, video, math.ceil(args.minutes * 60 / clip_seconds))
+    with open_for(str(video), Settings()) as source:
+        fps = source.fps
     pin(0)
     costs = chunk_costs(video, fps, round(args.chunk_minutes * 60 * fps),
                         args.work / "join.videvent")
