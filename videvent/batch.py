@@ -241,10 +241,11 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
                     yield done
 
             def rescore(chunk, state):
-                # The state (megabytes) goes as data, not inside the task's description.
+                # The state (megabytes) goes as data, not inside the task's description. The
+                # join waits on this task, so it goes before the chunks queued ahead of it.
                 return client.submit(score_chunk, video.spec, settings, chunk.start,
                                      chunk.start, chunk.end, state=client.scatter(state),
-                                     pure=False).result()
+                                     pure=False, priority=1).result()
 
             joined = JoinedChunks(in_order(), rescore)
             result = write_results(source, settings, Path(out_dir), plot=plot, scored=joined)
