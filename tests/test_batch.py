@@ -6,6 +6,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -166,8 +167,10 @@ def long_clip(tmp_path_factory):
 
 # A short background span brings the detector's look-back (five spans and the warm-up) to
 # 36 s, under the long clip's 80: its later chunks are scored from a look-back, not from the
-# start.
-SHORT_SPAN = "6s"
+# start. A smaller window keeps its stride at 3 frames (at 100 it would learn every frame and
+# refit every other one: four times the work, for the same events).
+SHORT_LOOK_BACK = {"background_span": "6s", "window": 30}
+SHORT_LOOK_BACK_ARGS = ("--background-span", "6s", "--window", "30")
 
 
 def look_back_of(spec, settings):
@@ -177,7 +180,7 @@ def look_back_of(spec, settings):
 
 def test_chunks_scored_apart_give_the_events_of_a_sequential_run(long_clip, tmp_path):
     chunk_minutes = 0.3  # 18 s = 270 frames: 5 chunks
-    settings = Settings(background_span=SHORT_SPAN)
+    settings = Settings(**SHORT_LOOK_BACK)
     ranges = chunk_ranges(Video(str(long_clip), "long"), settings, chunk_minutes * 60)
     assert len(ranges) >= 4 and ranges[0][0] == 0 and ranges[-1][1] is None
     # The first chunk, which has no look-back before it, is longer by one: as much work.
@@ -189,13 +192,15 @@ def test_chunks_scored_apart_give_the_events_of_a_sequential_run(long_clip, tmp_
     assert chunk_ranges(Video(str(long_clip), "long"), Settings(), chunk_minutes * 60) == []
     sequential = tmp_path / "sequential"
     assert run_cli("run", long_clip, "-d", sequential, "-q", "--no-plot",
-                   "--background-span", SHORT_SPAN).returncode == 0
+                   *SHORT_LOOK_BACK_ARGS).returncode == 0
     out = tmp_path / "chunked"
     result = run_cli("batch", long_clip, "--out", out, "--workers", "2",
                      "--chunk-minutes", chunk_minutes, "--no-plot",
-                     "--background-span", SHORT_SPAN)
+                     *SHORT_LOOK_BACK_ARGS)
     assert result.returncode == 0, result.stderr
-    assert f"(scored in {len(ranges)} chunks" in result.stderr  # not a sequential fallback
+    # Not a sequential fallback, and the chunks from a look-back were not all scored again.
+    again = re.search(rf"\(scored in {len(ranges)} chunks, (\d+) again\)", result.stderr)
+    assert again and int(again.group(1)) < len(ranges) - 1, result.stderr
     chunked = out / "long.videvent"
     (theirs, frames), (ours, our_frames) = events_of(sequential), events_of(chunked)
     assert our_frames == frames and len(theirs) >= 3
@@ -228,10 +233,10 @@ def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_cli
         written.mux(stream.encode())
     sequential = tmp_path / "sequential"
     assert run_cli("run", gappy, "-d", sequential, "-q", "--no-plot",
-                   "--background-span", SHORT_SPAN).returncode == 0
+                   *SHORT_LOOK_BACK_ARGS).returncode == 0
     out = tmp_path / "chunked"
     result = run_cli("batch", gappy, "--out", out, "--workers", "1", "--chunk-minutes", 0.3,
-                     "--no-plot", "--background-span", SHORT_SPAN)
+                     "--no-plot", *SHORT_LOOK_BACK_ARGS)
     assert result.returncode == 0, result.stderr
     assert "scanned in one pass: after a seek its frames are numbered otherwise" in result.stderr
     assert events_of(out / "gappy.videvent") == events_of(sequential)
@@ -240,7 +245,7 @@ def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_cli
 @pytest.fixture(scope="module")
 def chunks_apart(long_clip):
     """The long clip's chunks, each scored from its look-back (in this process)."""
-    settings = Settings(background_span=SHORT_SPAN)
+    settings = Settings(**SHORT_LOOK_BACK)
     with open_for(str(long_clip), settings) as source:
         run = prepare_pass(source, settings)
         sample, look_back, count = seed_sample(run), run.detector.look_back, source.frame_count
@@ -316,7 +321,7 @@ def test_a_worker_killed_mid_scan_is_retried_without_changing_the_events(long_cl
 
     from videvent.batch import run_batch
 
-    settings = Settings(background_span=SHORT_SPAN)
+    settings = Settings(**SHORT_LOOK_BACK)
     expected = scan_into(tmp_path / "sequential", long_clip, settings)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plugin, to the workers
     marker = tmp_path / "killed"
