@@ -168,7 +168,7 @@ def long_clip(tmp_path_factory):
 # A short background span brings the detector's look-back (five spans and the warm-up) to
 # 36 s, under the long clip's 80: its later chunks are scored from a look-back, not from the
 # start. A smaller window keeps its stride at 3 frames (at 100 it would learn every frame and
-# refit every other one: four times the work, for the same events).
+# refit every other one: four times the work, for nearly the same events).
 SHORT_LOOK_BACK = {"background_span": "6s", "window": 30}
 SHORT_LOOK_BACK_ARGS = ("--background-span", "6s", "--window", "30")
 
