@@ -326,22 +326,20 @@ class SceneJudge:
         moving = np.where(self.regions.absorbed_, 0.0, z).reshape(self.model.grid[::-1])
         return neighbour_max(moving) < self.hot
 
+    def unusualness(self, x: np.ndarray) -> float:
+        """How unusual the model finds ``x`` on its own (no motion, light or lasting changes):
+        its block z-scores' worst pair of neighbouring blocks; ``hot`` and up is unusual."""
+        z = self.block_z(self.model.score_one(x).block_energies)
+        return neighbour_max(z.reshape(self.model.grid[::-1]))
+
     def explains(self, frames: np.ndarray) -> bool:
-        """Whether the model finds every one of ``frames`` (one a row) usual: no two
-        neighbouring blocks at ``hot``."""
-        if not self.model.ready:
-            return False
-        grid = self.model.grid[::-1]
-        return all(neighbour_max(self.block_z(self.model.score_one(x).block_energies)
-                                 .reshape(grid)) < self.hot for x in frames)
+        """Whether the model finds every one of ``frames`` (one a row) usual."""
+        return self.model.ready and all(self.unusualness(x) < self.hot for x in frames)
 
     def _known_scene(self, x: np.ndarray) -> bool:
         """Whether the model explains the picture that came out of the dark (the light came
         back on the scene it knew), which ends the darkness at once."""
-        if not self.model.ready:
-            return False
-        z = self.block_z(self.model.score_one(x).block_energies)
-        if neighbour_max(z.reshape(self.model.grid[::-1])) >= self.hot:
+        if not self.explains([x]):
             return False
         self.dark.leave()
         return True
