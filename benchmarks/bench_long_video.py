@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import sys
@@ -39,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_chunk_scan import DEVSET, join_clips  # noqa: E402
 from bench_chunks import matched  # noqa: E402
-from bench_run import loop_clip, make_clip, timed_peak  # noqa: E402
+from bench_run import loop_clip_to, make_clip, timed_peak  # noqa: E402
 from videvent.batch import Video, run_batch  # noqa: E402
 from videvent.chunked import JoinedChunks, holds_same_background, score_chunk  # noqa: E402
 from videvent.engine import seed_sample  # noqa: E402
@@ -149,19 +148,16 @@ def main() -> None:
     if args.video == "garden":
         clip = args.work / f"garden_720p_{CLIP_SECONDS}s.mp4"
         make_clip(clip, CLIP_SECONDS)
-        clip_seconds = CLIP_SECONDS
     elif args.video == "motorway":
         clip = DEVSET / "dvrscan_motorway" / "traffic_camera.mp4"
-        with open_for(str(clip), Settings()) as source:
-            clip_seconds = source.frame_count / source.fps
     else:
         clips = {name: clip for name, clip in
                  json.loads((DEVSET / "clips.json").read_text()).items()
                  if clip.get("scored", True)}
         clip = args.work / "devset_720p.mp4"
-        clip_seconds = join_clips(clips, 1, clip, size=(1280, 720))[-1][2]
+        join_clips(clips, 1, clip, size=(1280, 720))
     video = args.work / f"{args.video}_720p_{args.minutes}min_looped.mp4"
-    loop_clip(clip, video, math.ceil(args.minutes * 60 / clip_seconds))
+    loop_clip_to(clip, video, args.minutes)
     with open_for(str(video), Settings()) as source:
         fps = source.fps
     pin(0)

@@ -88,6 +88,13 @@ def loop_clip(source: Path, path: Path, times: int) -> None:
     os.replace(temporary, path)
 
 
+def loop_clip_to(source: Path, path: Path, minutes: float) -> None:
+    """``source`` played over and over until ``minutes`` are reached (``loop_clip``)."""
+    with open_source(str(source)) as clip:
+        seconds = clip.frame_count / clip.fps
+    loop_clip(source, path, max(1, int(np.ceil(minutes * 60 / seconds))))
+
+
 def timed(command: list[str]) -> tuple[float, bytes]:
     """Wall seconds and standard output of a child process."""
     elapsed, _, output = timed_cpu(command)

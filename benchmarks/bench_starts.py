@@ -25,30 +25,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_run import loop_clip  # noqa: E402
+from bench_run import loop_clip_to  # noqa: E402
 from videvent.chunked import score_chunk  # noqa: E402
-from videvent.detectors.background import neighbour_max  # noqa: E402
 from videvent.engine import seed_sample  # noqa: E402
 from videvent.passes import open_for, prepare_pass  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 
 
-def state_at(video: str, first: int, at: int) -> bytes:
-    """The detector of the pass from ``first`` at frame ``at`` (pickled)."""
-    settings = Settings()
-    with open_for(video, settings) as source:
-        sample = seed_sample(prepare_pass(source, settings))
-    return score_chunk(video, settings, first, at, at + 1, seed_sample=sample).at_start
+def state_at(video: str, sample: list[np.ndarray], first: int, at: int) -> bytes:
+    """The pass from ``first`` (seeded from ``sample``) at frame ``at`` (pickled)."""
+    return score_chunk(video, Settings(), first, at, at + 1, seed_sample=sample).at_start
 
 
 def unusual_count(judging, judged) -> tuple[int, int]:
     """How many of ``judged``'s background frames ``judging``'s model finds unusual."""
-    judge = judging.judge
-    frames = judged.model.background_frames()
-    grid = judge.model.grid[::-1]
-    unusual = sum(neighbour_max(judge.block_z(judge.model.score_one(x).block_energies)
-                                .reshape(grid)) >= judge.hot for x in frames)
-    return int(unusual), len(frames)
+    judge, frames = judging.judge, judged.model.background_frames()
+    return sum(judge.unusualness(x) >= judge.hot for x in frames), len(frames)
 
 
 def main() -> None:
@@ -63,18 +55,17 @@ def main() -> None:
     video = args.video
     if args.loop_minutes:
         args.work.mkdir(parents=True, exist_ok=True)
-        with open_for(str(video), Settings()) as source:
-            seconds = source.frame_count / source.fps
         looped = args.work / f"{video.stem}_{args.loop_minutes:g}min_looped.mp4"
-        loop_clip(video, looped, int(np.ceil(args.loop_minutes * 60 / seconds)))
+        loop_clip_to(video, looped, args.loop_minutes)
         video = looped
     starts = [int(first) for first in args.starts.split(",")]
     with open_for(str(video), Settings()) as source:
-        look_back = prepare_pass(source, Settings()).detector.look_back
+        run = prepare_pass(source, Settings())
+        look_back, sample = run.detector.look_back, seed_sample(run)  # decoded once for all
     with ProcessPoolExecutor(2) as pool:
         detectors = [pickle.loads(state)[0] for state in
-                     pool.map(state_at, [str(video)] * len(starts), starts,
-                              [args.at] * len(starts))]
+                     pool.map(state_at, [str(video)] * len(starts), [sample] * len(starts),
+                              starts, [args.at] * len(starts))]
     names = [f"{first}{' (look-back)' if first == args.at - look_back else ''}"
              for first in starts]
     print(f"{video.name} at frame {args.at}; look-back {look_back} frames. Row: the judging "
