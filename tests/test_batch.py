@@ -170,7 +170,8 @@ def long_clip(tmp_path_factory):
 # start. A smaller window keeps its stride at 3 frames (at 100 it would learn every frame and
 # refit every other one: four times the work, for nearly the same events).
 SHORT_LOOK_BACK = {"background_span": "6s", "window": 30}
-SHORT_LOOK_BACK_ARGS = ("--background-span", "6s", "--window", "30")
+SHORT_LOOK_BACK_ARGS = tuple(arg for name, value in SHORT_LOOK_BACK.items()
+                             for arg in (f"--{name.replace('_', '-')}", str(value)))
 
 
 def look_back_of(spec, settings):
