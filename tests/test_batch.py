@@ -214,13 +214,21 @@ def test_chunks_scored_apart_give_the_events_of_a_sequential_run(long_clip, tmp_
         p.name for p in (sequential / "thumbnails").iterdir())
 
 
-def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_clip, tmp_path):
+@pytest.mark.parametrize("container, why", [
+    # The container's index foretells it: no chunk is scored.
+    ("mp4", "its timestamps number frame"),
+    # Matroska's cues index keyframes only: the chunks' boundary check finds it (the frames
+    # before a chunk, or those a chunk scored again begins with, whichever is met first).
+    ("mkv", "the frames "),
+])
+def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_clip, tmp_path,
+                                                                       container, why):
     """A recording whose timestamps skip (three frames' time every 100 frames, as a recorder
     that dropped frames writes them): a pass that seeks numbers its frames otherwise than one
-    from the start, which the chunks' boundary check finds."""
+    from the start."""
     import av
 
-    gappy = tmp_path / "gappy.mp4"
+    gappy = tmp_path / f"gappy.{container}"
     with av.open(str(long_clip)) as source, av.open(str(gappy), "w") as written:
         frames = source.streams.video[0]
         stream = written.add_stream("libx264", rate=15, options={"preset": "veryfast"})
@@ -239,7 +247,8 @@ def test_a_video_numbered_otherwise_after_a_seek_is_scanned_in_one_pass(long_cli
     result = run_cli("batch", gappy, "--out", out, "--workers", "1", "--chunk-minutes", 0.3,
                      "--no-plot", *SHORT_LOOK_BACK_ARGS)
     assert result.returncode == 0, result.stderr
-    assert "scanned in one pass: after a seek its frames are numbered otherwise" in result.stderr
+    assert ("scanned in one pass: after a seek its frames are numbered otherwise "
+            f"({why}") in result.stderr
     assert events_of(out / "gappy.videvent") == events_of(sequential)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -127,6 +128,60 @@ def test_colour_frames_are_bgr(videos, kind, backend):
 def test_auto_backend_reads_files_with_pyav(videos):
     with open_source(videos["mp4"]) as source:
         assert isinstance(source, PyAVSource)
+
+
+def write_with_timestamps(path: Path, pts: list[int]) -> Path:
+    """The test sequence as H.264 with these timestamps (in frames), e.g. with a gap."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.codec_context.time_base = Fraction(1, FPS)
+        stream.codec_context.gop_size = 12  # keyframes after the gap, for a seek to land on
+        for i, stamp in enumerate(pts):
+            frame = av.VideoFrame.from_ndarray(make_image(i), format="bgr24")
+            frame.pts, frame.time_base = stamp, Fraction(1, FPS)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    return path
+
+
+@pytest.mark.parametrize("container", ["mp4", "mov"])
+@pytest.mark.parametrize("gap", [False, True])
+def test_timestamps_foretell_whether_a_seek_numbers_frames_as_a_pass_from_the_start(
+        tmp_path, container, gap):
+    """A gap of three frames' time after frame 20 (as a recorder that dropped frames writes
+    them): a pass that seeks past it numbers its frames by their times, so otherwise than a
+    pass from the start counts them, which the container's index says before any decoding."""
+    pts = [i + (3 if gap and i >= 20 else 0) for i in range(FRAMES)]
+    path = write_with_timestamps(tmp_path / f"clip.{container}", pts)
+    with PyAVSource(path) as source:
+        foretold = source.misnumbered_frame()
+        counted = {frame.index: frame_number(frame.image) for frame in source.frames()}
+        after_seek = {frame.index: frame_number(frame.image) for frame in source.frames(30)}
+    assert counted == {i: i for i in range(FRAMES)}
+    numbered_otherwise = any(after_seek[k] != counted.get(k) for k in after_seek)
+    assert numbered_otherwise == gap
+    assert (foretold is not None) == gap
+    if gap:
+        place, number = foretold
+        assert place <= 22 and place != number   # at the gap or before it (a rate averaged)
+
+
+@pytest.mark.parametrize("container", ["ts", "mkv"])
+def test_without_an_index_of_every_frame_the_numbering_is_not_foretold(tmp_path, container):
+    """MPEG-TS has no index, Matroska's cues hold keyframes only: not known without decoding
+    (the chunked scan's boundary check then finds it)."""
+    pts = [i + (3 if i >= 20 else 0) for i in range(FRAMES)]
+    path = write_with_timestamps(tmp_path / f"clip.{container}", pts)
+    with PyAVSource(path) as source:
+        assert source.misnumbered_frame() is None
+
+
+def test_images_are_numbered_by_their_places(tmp_path):
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / f"f{i}.png"), make_image(i))
+    with open_source(tmp_path) as source:
+        assert source.misnumbered_frame() is None
 
 
 @pytest.mark.parametrize("kind", ["mp4", "avi"])

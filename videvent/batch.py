@@ -196,14 +196,20 @@ def _duration(frames: int, fps: float | None) -> float:
 
 
 # -- the tasks (run on the workers) ----------------------------------------------------------
-def scan_video(video: Video, out_dir: str, settings: Settings, plot: bool) -> VideoOutcome:
-    """Task: ``videvent run`` on one video. Bad input becomes the outcome's error."""
+def scan_video(video: Video, out_dir: str, settings: Settings, plot: bool,
+               note: str | None = None) -> VideoOutcome:
+    """Task: ``videvent run`` on one video. Bad input becomes the outcome's error. ``note``:
+    why a video asked to be chunked was not."""
     try:
         result = detect(video.spec, settings, out_dir=out_dir, plot=plot)
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
         return VideoOutcome(video, error=_one_line(error))
     return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,
-                        _duration(result.frames_read, result.source["fps"]))
+                        _duration(result.frames_read, result.source["fps"]), note=note)
+
+
+def _in_one_pass(mismatch: BoundaryMismatch) -> str:
+    return f"scanned in one pass: after a seek its frames are numbered otherwise ({mismatch})"
 
 
 def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
@@ -250,10 +256,7 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
             joined = JoinedChunks(in_order(), rescore)
             result = write_results(source, settings, Path(out_dir), plot=plot, scored=joined)
     except BoundaryMismatch as mismatch:
-        outcome = scan_video(video, out_dir, settings, plot)
-        outcome.note = (f"scanned in one pass: after a seek its frames are numbered otherwise "
-                        f"({mismatch})")
-        return outcome
+        return scan_video(video, out_dir, settings, plot, _in_one_pass(mismatch))
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
         return VideoOutcome(video, error=_one_line(error))
     return VideoOutcome(video, [e.to_dict() for e in result.events], result.frames_read,
@@ -270,18 +273,26 @@ def chunk_ranges(video: Video, settings: Settings,
 
     Each chunk after the first is scored from the detector's look-back before it, so the
     first, which has none, is longer by a look-back: every chunk is as much work.
+
+    Raises ``BoundaryMismatch`` when the video's timestamps already show that a pass which
+    seeks would number its frames otherwise than a pass from the start (the chunks' boundary
+    check would find it only once the first chunks had been scored).
     """
     try:
         with open_for(video.spec, settings) as source:
             start, end = frame_range(settings, source.fps)
             count, chunk_frames = source.frame_count, max(1, round(chunk_seconds * source.fps))
             look_back = prepare_pass(source, settings).detector.look_back
+            misnumbered = source.misnumbered_frame()
     except Exception:  # noqa: BLE001
         return []
     last = end
     length = (min(end, count) if end is not None and count else end or count or 0) - start
     if length <= max(chunk_frames, look_back):
         return []
+    if misnumbered is not None:
+        place, number = misnumbered
+        raise BoundaryMismatch(f"its timestamps number frame {place} as {number}")
     pieces = math.ceil(length / chunk_frames)
     bounds = [start] + [start + look_back + round(i * (length - look_back) / pieces)
                         for i in range(1, pieces)]
@@ -410,7 +421,11 @@ def _try(client_class, address, timeout_s: float):
 
 def _submit(client, video: Video, out_dir: str, settings: Settings, plot: bool,
             chunk_seconds: float | None):
-    ranges = chunk_ranges(video, settings, chunk_seconds) if chunk_seconds else []
+    try:
+        ranges = chunk_ranges(video, settings, chunk_seconds) if chunk_seconds else []
+    except BoundaryMismatch as mismatch:
+        return client.submit(scan_video, video, out_dir, settings, plot,
+                             _in_one_pass(mismatch), pure=False)
     if not ranges:
         return client.submit(scan_video, video, out_dir, settings, plot, pure=False)
     return client.submit(scan_chunks, video, out_dir, settings, plot, ranges, pure=False)

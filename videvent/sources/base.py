@@ -135,6 +135,13 @@ class FrameSource(ABC):
                 seen = frame.index
                 yield frame
 
+    def misnumbered_frame(self) -> tuple[int, int] | None:
+        """(place, number): the first frame whose timestamp numbers it otherwise than its
+        place in the source, so that a pass which seeks to it numbers it otherwise than a pass
+        from the start counts it (a gap in the timestamps, a repeat, a variable frame rate);
+        None if there is none, or it cannot be known without decoding the source."""
+        return None
+
     @abstractmethod
     def close(self) -> None:
         """Release the file, device or connection; further `frames()` calls raise ValueError."""

@@ -120,6 +120,23 @@ class PyAVSource(FrameSource):
         finally:
             container.close()
 
+    def misnumbered_frame(self) -> tuple[int, int] | None:
+        # The container's index (MP4's, MOV's, AVI's) holds every frame's decode time, read
+        # without reading the frames. Evenly spaced, they number the frames as their places
+        # (B-frames shift decode times from presentation times by a constant). An index of
+        # keyframes only (Matroska's cues), or none (MPEG-TS), tells nothing; so does a PyAV
+        # older than the index's reader.
+        with self._open() as container:
+            index = getattr(container.streams[self._stream_index], "index_entries", ())
+            times = sorted(entry.timestamp for entry in index)
+        if not times or len(times) != self.frame_count:
+            return None
+        for place, time in enumerate(times):
+            number = round(float((time - times[0]) * self._time_base) * self.fps)
+            if number != place:
+                return place, number
+        return None
+
     def close(self) -> None:
         # Each frames() pass opens and closes its own container, so nothing is held here.
         self._closed = True
