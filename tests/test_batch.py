@@ -12,8 +12,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -348,6 +350,46 @@ def test_a_worker_killed_mid_scan_is_retried_without_changing_the_events(long_cl
     assert outcome.error is None and outcome.chunks == 5
     assert [(e["start_frame"], e["end_frame"]) for e in outcome.events] == [
         (e.start_frame, e.end_frame) for e in expected.events]
+
+
+def wait_until_unwanted(started: str, outcome: str) -> None:
+    """A task that runs as a chunk's pass does, until it is stopped (or two minutes pass)."""
+    stop = threading.Event()
+    with chunked._stopped_when_unwanted(stop):
+        Path(started).touch()
+        stopped = stop.wait(120)
+    Path(outcome).write_text("stopped" if stopped else "ran out")
+
+
+def wait_for_file(path: Path, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.1)
+
+
+def test_a_chunk_no_one_wants_any_more_stops_scoring(tmp_path):
+    """The chunked scan cancels the chunks still running when it gives up on them (a boundary
+    numbered otherwise): a running Dask task cannot be interrupted, so the pass itself looks
+    whether its result is still wanted, and stops."""
+    import cloudpickle
+    from distributed import Client, LocalCluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the task, to the workers
+    started, outcome = tmp_path / "started", tmp_path / "outcome"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                      scheduler_kwargs={"dashboard": False}) as cluster, \
+            Client(cluster) as client:
+        future = client.submit(wait_until_unwanted, str(started), str(outcome), pure=False)
+        wait_for_file(started, "started")
+        client.cancel(future)
+        wait_for_file(outcome, "ended")
+    assert outcome.read_text() == "stopped"
+    # Outside a Dask task nothing watches: the pass runs to its end.
+    stop = threading.Event()
+    with chunked._stopped_when_unwanted(stop):
+        assert not stop.wait(2 * chunked.UNWANTED_POLL_S)
 
 
 def test_a_killed_batch_resumes_without_redoing_finished_videos(tmp_path):

@@ -227,11 +227,13 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
             # Frames spread over the video seed every chunk's start: decoded once, shared.
             sample = client.scatter(seed_sample(run), broadcast=True) if seeds(run) else None
             look_back = max(run.detector.look_back, BOUNDARY_CHECK)
+            submitted = []
 
             def submit(start, end):
-                return client.submit(score_chunk, video.spec, settings,
-                                     max(ranges[0][0], start - look_back), start, end,
-                                     seed_sample=sample, pure=False)
+                submitted.append(client.submit(score_chunk, video.spec, settings,
+                                               max(ranges[0][0], start - look_back), start,
+                                               end, seed_sample=sample, pure=False))
+                return submitted[-1]
 
             def in_order():
                 # Two chunks a worker ahead of the join at most: the results waiting (each
@@ -254,7 +256,13 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
                                      pure=False, priority=1).result()
 
             joined = JoinedChunks(in_order(), rescore)
-            result = write_results(source, settings, Path(out_dir), plot=plot, scored=joined)
+            try:
+                result = write_results(source, settings, Path(out_dir), plot=plot,
+                                       scored=joined)
+            finally:
+                # Chunks still being scored when the join gave up stop (they would go on
+                # beside the pass that replaces them): ``chunked._stopped_when_unwanted``.
+                client.cancel([future for future in submitted if not future.done()])
     except BoundaryMismatch as mismatch:
         return scan_video(video, out_dir, settings, plot, _in_one_pass(mismatch))
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's

@@ -21,8 +21,10 @@ fails this (``BoundaryMismatch``), and is then scanned in one pass.
 from __future__ import annotations
 
 import pickle
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +40,8 @@ from .sources import Frame
 
 # Frames on each side of a boundary compared between the passes that decoded them.
 BOUNDARY_CHECK = 4
+# How often a chunk's task looks whether its result is still wanted.
+UNWANTED_POLL_S = 0.5
 
 
 class BoundaryMismatch(Exception):
@@ -167,8 +171,40 @@ def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int 
         recorder = _Recorder(run, start, thumbnail_style(settings,
                                                          source_regions(settings, source)))
         # Residual images from the low threshold up, as ``videvent run`` makes them.
-        Engine(run, explain=settings.threshold_low).run(recorder)
+        engine = Engine(run, explain=settings.threshold_low)
+        with _stopped_when_unwanted(engine.stop):
+            engine.run(recorder)
     return recorder.result(first, end)
+
+
+@contextmanager
+def _stopped_when_unwanted(stop: threading.Event) -> Iterator[None]:
+    """In a Dask task: ``stop`` is set once no one wants the task's result (the chunked scan
+    gave up on its chunks and cancelled them), which is the only way a running task ends
+    early. Elsewhere, nothing."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+        worker, key = get_worker(), thread_state.key
+    except (ImportError, ValueError, AttributeError):   # not a Dask task
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(UNWANTED_POLL_S):
+            task = worker.state.tasks.get(key)
+            if task is None or task.state == "cancelled":
+                stop.set()
+                return
+
+    watcher = threading.Thread(target=watch, name="videvent-unwanted", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def holds_same_background(state: bytes, other: bytes) -> bool:
