@@ -227,19 +227,18 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
             # Frames spread over the video seed every chunk's start: decoded once, shared.
             sample = client.scatter(seed_sample(run), broadcast=True) if seeds(run) else None
             look_back = max(run.detector.look_back, BOUNDARY_CHECK)
-            submitted = []
+            waiting: deque = deque()   # the chunks submitted and not yet joined, in order
 
             def submit(start, end):
-                submitted.append(client.submit(score_chunk, video.spec, settings,
-                                               max(ranges[0][0], start - look_back), start,
-                                               end, seed_sample=sample, pure=False))
-                return submitted[-1]
+                return client.submit(score_chunk, video.spec, settings,
+                                     max(ranges[0][0], start - look_back), start, end,
+                                     seed_sample=sample, pure=False)
 
             def in_order():
                 # Two chunks a worker ahead of the join at most: the results waiting (each
                 # holds two detector states, megabytes) stay few however long the video.
                 ahead = 2 * max(1, len(client.scheduler_info()["workers"]))
-                waiting = deque(submit(*chunk) for chunk in ranges[:ahead])
+                waiting.extend(submit(*chunk) for chunk in ranges[:ahead])
                 later = iter(ranges[ahead:])
                 while waiting:
                     done = waiting.popleft().result()
@@ -262,7 +261,7 @@ def scan_chunks(video: Video, out_dir: str, settings: Settings, plot: bool,
             finally:
                 # Chunks still being scored when the join gave up stop (they would go on
                 # beside the pass that replaces them): ``chunked._stopped_when_unwanted``.
-                client.cancel([future for future in submitted if not future.done()])
+                client.cancel(list(waiting))
     except BoundaryMismatch as mismatch:
         return scan_video(video, out_dir, settings, plot, _in_one_pass(mismatch))
     except Exception as error:  # noqa: BLE001 - any failure is this video's, not the batch's
