@@ -122,19 +122,21 @@ class PyAVSource(FrameSource):
 
     def misnumbered_frame(self) -> tuple[int, int] | None:
         # The container's index (MP4's, MOV's, AVI's) holds every frame's decode time, read
-        # without reading the frames. Evenly spaced, they number the frames as their places
-        # (B-frames shift decode times from presentation times by a constant). An index of
-        # keyframes only (Matroska's cues), or none (MPEG-TS), tells nothing; so does a PyAV
-        # older than the index's reader.
+        # without reading the frames, and FFmpeg keeps it in time order. Evenly spaced, they
+        # number the frames as their places (B-frames shift decode times from presentation
+        # times by a constant). An index of keyframes only (Matroska's cues), or none
+        # (MPEG-TS), tells nothing; so does a PyAV older than the index's reader. Read entry
+        # by entry: a day of video has millions.
         with self._open() as container:
             index = getattr(container.streams[self._stream_index], "index_entries", ())
-            times = sorted(entry.timestamp for entry in index)
-        if not times or len(times) != self.frame_count:
-            return None
-        for place, time in enumerate(times):
-            number = round(float((time - times[0]) * self._time_base) * self.fps)
-            if number != place:
-                return place, number
+            if not len(index) or len(index) != self.frame_count:
+                return None
+            first = None
+            for place, entry in enumerate(index):
+                first = entry.timestamp if first is None else first
+                number = round(float((entry.timestamp - first) * self._time_base) * self.fps)
+                if number != place:
+                    return place, number
         return None
 
     def close(self) -> None:
