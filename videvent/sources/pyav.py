@@ -131,10 +131,9 @@ class PyAVSource(FrameSource):
             index = getattr(container.streams[self._stream_index], "index_entries", ())
             if not len(index) or len(index) != self.frame_count:
                 return None
-            first = None
+            origin = index[0].timestamp
             for place, entry in enumerate(index):
-                first = entry.timestamp if first is None else first
-                number = round(float((entry.timestamp - first) * self._time_base) * self.fps)
+                number = self._index(entry.timestamp, origin)
                 if number != place:
                     return place, number
         return None
@@ -227,9 +226,11 @@ class PyAVSource(FrameSource):
             return False
         return True
 
-    def _index(self, pts: int) -> int:
-        # Frame numbers from timestamps: exact for a constant frame rate.
-        return round(float((pts - self._origin_pts) * self._time_base) * self.fps)
+    def _index(self, pts: int, origin: int | None = None) -> int:
+        # Frame numbers from timestamps (counted from frame 0's, or from ``origin``): exact for
+        # a constant frame rate.
+        origin = self._origin_pts if origin is None else origin
+        return round(float((pts - origin) * self._time_base) * self.fps)
 
     def _frame(self, index: int, pts: int | None, frame: av.VideoFrame | None,
                reformatter: _Reformatters, size: tuple[int, int] | None,
