@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +90,13 @@ class Kept:
 
     def status(self, _kind, _detail) -> None:
         pass
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail, saying ``what`` did not happen, after
+    ``timeout`` seconds (a guard against a hang, never a measure of speed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} within {timeout} s")
+        time.sleep(0.05)

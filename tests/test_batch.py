@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, sample
+from conftest import run_cli, sample, wait_until
 
 pytest.importorskip("distributed")
 
@@ -361,13 +361,6 @@ def wait_until_unwanted(started: str, outcome: str) -> None:
     Path(outcome).write_text("stopped" if stopped else "ran out")
 
 
-def wait_for_file(path: Path, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while not path.exists():
-        assert time.monotonic() < deadline, f"never {what}"
-        time.sleep(0.1)
-
-
 def test_a_chunk_no_one_wants_any_more_stops_scoring(tmp_path):
     """The chunked scan cancels the chunks still running when it gives up on them (a boundary
     numbered otherwise): a running Dask task cannot be interrupted, so the pass itself looks
@@ -382,9 +375,9 @@ def test_a_chunk_no_one_wants_any_more_stops_scoring(tmp_path):
                       scheduler_kwargs={"dashboard": False}) as cluster, \
             Client(cluster) as client:
         future = client.submit(wait_until_unwanted, str(started), str(outcome), pure=False)
-        wait_for_file(started, "started")
+        wait_until(started.exists, 60, "started")
         client.cancel(future)
-        wait_for_file(outcome, "ended")
+        wait_until(outcome.exists, 60, "ended")
     assert outcome.read_text() == "stopped"
     # Outside a Dask task nothing watches: the pass runs to its end.
     stop = threading.Event()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, sample
+from conftest import ROOT, sample, wait_until
 from videvent.output import read_scores
 
 FFMPEG = shutil.which("ffmpeg")
@@ -170,14 +170,6 @@ def server():
     yield start
     for stream in started:
         stream.stop()
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} within {timeout} s")
-        time.sleep(0.05)
 
 
 def test_events_are_reported_at_their_moment_in_the_stream(tmp_path, server):
