@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .detectors import FrameScore
-from .engine import Engine
+from .engine import Engine, one_blas_thread
 from .output.thumbnails import ThumbnailStyle
 from .passes import open_for, prepare_pass, source_regions
 from .session import FINGERPRINT_FRAMES
@@ -211,7 +211,8 @@ def holds_same_background(state: bytes, other: bytes) -> bool:
     """Whether the detectors of two pass states hold the same background."""
     detector, _ = pickle.loads(state)
     other_detector, _ = pickle.loads(other)
-    return detector.holds_background_of(other_detector)
+    with one_blas_thread():      # as the passes computed them: the decision is the verdicts'
+        return detector.holds_background_of(other_detector)
 
 
 def _same_frames(ours: list[tuple], theirs: list[tuple]) -> bool:

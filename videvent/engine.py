@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,43 @@ READ_AHEAD = 32
 # How often the loop, waiting for a frame, looks whether it should stop (and tells
 # ``on_idle``).
 POLL_S = 0.2
+
+
+class _OneBlasThread:
+    """One BLAS thread while any pass scores, however many passes run at once in threads
+    (``watch`` of several cameras): the first to start sets the limit, the last to end
+    restores the process's own. A limit set and restored by each pass alone would let one
+    camera's end hand the others two threads again mid-pass."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limit = None
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._users == 0:
+                self._limit = threadpool_limits(limits=1, user_api="blas")
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._limit.restore_original_limits()
+                    self._limit = None
+
+
+# Every number a verdict rests on (the seed's and each refit's SVD, the residuals, whether two
+# chunks hold the same background) is computed with one BLAS thread: OpenBLAS splits some of
+# its work among its threads in ways that change the last bits of the result, and the
+# detector's thresholds can turn a last bit into another event. So a verdict does not depend
+# on the machine's cores, a Dask worker's thread settings or what else runs in the process.
+# The matrices are small (window x window): one thread is also faster than two fighting over
+# them, and leaves the other core to the decoder.
+one_blas_thread = _OneBlasThread()
 
 
 @dataclass
@@ -189,6 +227,10 @@ class Engine:
         scored, before the consumer. ``on_idle(since)``: told every ``POLL_S`` while nothing
         comes, with the ``time.monotonic()`` of the last thing that came.
         """
+        with one_blas_thread():
+            self._score(consumer, decoded, buffer, close_timeout, on_scored, on_idle)
+
+    def _score(self, consumer, decoded, buffer, close_timeout, on_scored, on_idle) -> None:
         run, comparison = self.pass_, self.comparison
         others = comparison.detectors if comparison is not None else {}
         seed_detector(run, *others.values())
@@ -197,10 +239,6 @@ class Engine:
             items = self._waiting(self._reader, on_idle)
         else:
             items = (Decoded(frame, vector, None) for frame, vector in decoded)
-        # The detector's matrices are small (window x window): one BLAS thread is faster than
-        # two fighting over them, leaves the other core to the decoder, and gives the same
-        # numbers whoever runs the pass.
-        blas_one_thread = threadpool_limits(limits=1, user_api="blas")
         try:
             for item in items:
                 if self.stop.is_set():
@@ -225,7 +263,6 @@ class Engine:
                     on_scored(item, verdict)
                 consumer.add(frame, vector, verdict)
         finally:
-            blas_one_thread.restore_original_limits()
             self.stop.set()
             if self._reader is not None:
                 self._reader.close(timeout=close_timeout)
