@@ -36,6 +36,21 @@ WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"
 DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
 
 
+def pytest_report_header(config) -> str:
+    """The versions this run tests against, first in its output: a failure that only a fresh
+    machine shows is often a dependency's newer release (``tests/test_pinned_verdicts.py``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return f"{name} {version(name)}"
+        except PackageNotFoundError:
+            return f"{name} (not installed)"
+    return "videvent tested with " + ", ".join(installed(name) for name in (
+        "numpy", "scipy", "opencv-python", "av", "dask", "distributed", "aiohttp",
+        "paho-mqtt", "matplotlib", "click", "threadpoolctl", "playwright"))
+
+
 def pytest_xdist_auto_num_workers(config) -> int:
     """One worker per core and one more (--maxprocesses caps it): about a quarter of the
     suite's test time is spent waiting on streams played at their real pace (watch, dashboard,
