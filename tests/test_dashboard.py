@@ -532,6 +532,50 @@ def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
     assert "Traceback" not in captured.err and "Error" not in captured.err, captured.err
 
 
+def test_the_region_editor_refuses_a_region_the_next_watch_would_refuse(tmp_path):
+    """Issue 51: a polygon covering no pixel (points on one line, or all the same point) is
+    refused with a 400 and its error, as ``-R`` would refuse it, and the file is kept; a
+    bow-tie (two lobes whose signed areas cancel) is saved, and read back by ``-R``."""
+    import json
+
+    from videvent.regions import Regions
+
+    regions = tmp_path / "regions.txt"
+    regions.write_text("# the gate\n0 0 200 0 200 150 0 150\n")
+    dashboard = Dashboard(region_file=regions)
+    sink = dashboard.add_camera("gate")
+    base = dashboard.start()
+    settings = Settings()
+
+    def post(polygons) -> tuple[int, dict]:
+        request = urllib.request.Request(base + "cameras/0/region", method="POST",
+                                         data=json.dumps({"polygons": polygons}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.load(answer)
+        except urllib.error.HTTPError as error:
+            return error.code, json.load(error)
+
+    try:
+        sink.on_start(SessionInfo("gate", "x", 15, 320, 240, settings.threshold, settings))
+        kept = regions.read_text()
+        for flat in ([[0, 0], [100, 100], [200, 200]], [[50, 50], [50, 50], [50, 50]]):
+            status, answer = post([[[0, 0], [100, 0], [100, 100]], flat])
+            assert status == 400 and answer["error"].startswith("polygon 2: covers 0 source"), \
+                answer
+            assert regions.read_text() == kept
+        bow_tie = [[0, 0], [319, 239], [319, 0], [0, 239]]
+        assert post([bow_tie]) == (200, {"polygons": [bow_tie], "editable": True})
+        assert regions.read_text().splitlines() == ["# the gate", "0 0 319 239 319 0 0 239"]
+        # What the editor saved, the next watch's -R accepts.
+        saved = Settings(load_region=[str(regions)])
+        Regions.from_options(add_region=saved.add_region).check(320, 240, (160, 120))
+    finally:
+        sink.close()
+        dashboard.stop()
+
+
 def test_the_dashboard_over_https_with_a_certificate_and_its_key(tmp_path):
     """--serve-cert/--serve-key: the page is served over TLS, and only over TLS; a
     certificate that cannot be loaded, or one of the two alone, is a one-line usage error."""

@@ -9,15 +9,15 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, sample
 from videvent import synthetic
 from videvent.output import read_scores
 from videvent.output.video import VideoWriter
 from videvent.detectors import SubspaceWindowDetector
 from videvent.passes import build_segmenter
 from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
-from videvent.regions import (RegionError, Regions, load_region_file, parse_polygon,
-                              save_region_file)
+from videvent.regions import (RegionError, Regions, covered_pixels, load_region_file,
+                              parse_polygon, save_region_file)
 from videvent.settings import Settings
 
 LEFT_PART = ((0, 0), (175, 0), (175, 239), (0, 239))   # of the 320x240 garden
@@ -87,6 +87,37 @@ def test_mask_is_the_watched_regions_minus_the_ignored_ones_at_any_size():
     small = regions.mask((100, 100), (10, 20))
     assert small.shape == (20, 10) and small[:10, 5:].all() and not small[10:].any()
     assert Regions().mask((4, 3)).all()
+
+
+# A bow-tie over the whole 320x240 frame: its two lobes (left and right) cover half of it,
+# but their signed areas cancel (the shoelace formula says 0).
+BOW_TIE = "0 0 319 239 319 0 0 239"
+
+
+def test_a_region_is_as_big_as_its_mask_a_bow_tie_half_the_frame_a_line_nothing():
+    """The size checked is counted on the mask the detector uses (issue 51), not the signed
+    area: a bow-tie is accepted, a line, a point or a path back on itself covers nothing."""
+    working = working_size(320, 240)
+    bow_tie = Regions.from_options(add_region=[BOW_TIE])
+    bow_tie.check(320, 240, working)
+    share = bow_tie.mask((320, 240)).mean()
+    assert 0.48 < share < 0.52, share
+    assert abs(covered_pixels(bow_tie.watch[0]) - 320 * 240 / 2) < 0.03 * 320 * 240
+    for flat in ("0 0 100 100 200 200", "50 50 50 50 50 50", "0 0 100 0 100 100 100 0"):
+        with pytest.raises(RegionError, match="^region 1: covers 0 source pixels"):
+            Regions.from_options(add_region=[flat]).check(320, 240, working)
+    # Even at full size (one source pixel to a working pixel) a line covers none.
+    with pytest.raises(RegionError, match="^region 1: covers 0 source pixels"):
+        Regions.from_options(add_region=["0 0 100 100 200 200"]).check(320, 240, (320, 240))
+
+
+def test_run_watches_a_bow_tie_region(tmp_path):
+    video, _ = sample("walker")     # 320x240
+    done = run_cli("run", video, "-a", BOW_TIE, "-et", "20", "-d", tmp_path / "out",
+                   "--no-plot", "-q")
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert document["settings"]["add_region"] == [BOW_TIE]
 
 
 def test_regions_are_drawn_on_pictures_of_any_size():
@@ -310,7 +341,7 @@ def test_region_files_and_masks_from_a_config_file_watch_the_same_area(garden_vi
     (["-R", "missing.txt"], "region file 'missing.txt': cannot be read"),
     # A line, and a sliver under one working pixel: the detector would watch nothing.
     (["-a", "0 0 100 0 200 0"], "region 1: covers 0 source pixels, less than one pixel"),
-    (["-a", LEFT_TEXT, "-a", "5 5 6 5 5 6"], "region 2: covers 0.5 source pixels"),
+    (["-a", LEFT_TEXT, "-a", "5 5 6 5 5 6"], "region 2: covers 0 source pixels"),
     (["-a", " ".join(f"{10 + i % 100} {10 + i // 100}" for i in range(1001))],
      "region 1: 1001 points, at most 1000"),
 ])

@@ -132,6 +132,43 @@ def check_polygon(polygon: Polygon, width: int, height: int, name: str = "region
                               f"(x 0..{width - 1}, y 0..{height - 1})")
 
 
+def covered_pixels(polygon: Polygon) -> int:
+    """The source pixels ``polygon`` covers: those of its mask, filled as ``Regions.mask``
+    fills it (cv2.fillPoly), that are not on its own outline. Counted on the mask, not by the
+    shoelace formula, whose signed areas cancel on a polygon that crosses itself (a bow-tie
+    covering half the frame would count 0); and without the outline, which fillPoly draws
+    even around nothing: a line, a point or a path that goes back on itself covers 0."""
+    import cv2   # here, not on import: the command line reads settings without OpenCV
+
+    points = np.asarray(polygon, np.int64)
+    low = points.min(axis=0)
+    # Filled in the polygon's bounding box only: the same pixels, without a frame-sized mask.
+    contour = [(points - low).astype(np.int32).reshape(-1, 1, 2)]
+    width, height = (points.max(axis=0) - low + 1).tolist()
+    filled = np.zeros((height, width), np.uint8)
+    cv2.fillPoly(filled, contour, 1)
+    outline = np.zeros_like(filled)
+    cv2.polylines(outline, contour, True, 1)
+    return int(np.count_nonzero(filled > outline))
+
+
+def check_region(polygon: Polygon, width: int, height: int,
+                 working: tuple[int, int] | None = None, name: str = "region") -> None:
+    """The check of one region to watch, wherever it comes from (``-a``, ``-R``, a config
+    file, the Python API, the dashboard's region editor): RegionError unless it passes
+    ``check_polygon`` and, given the ``working`` (width, height) picture the detector sees,
+    covers (``covered_pixels``) at least as many source pixels as one working pixel holds."""
+    check_polygon(polygon, width, height, name)
+    if working is not None:
+        pixel = (width / working[0]) * (height / working[1])   # source pixels in one
+        covered = covered_pixels(polygon)
+        if covered < pixel:
+            raise RegionError(
+                f"{name}: covers {covered} source pixels, less than one pixel of the "
+                f"{working[0]}x{working[1]} picture the detector works on ({pixel:g}): "
+                f"draw it bigger")
+
+
 @dataclass(frozen=True)
 class Regions:
     """Where the detector looks: the watch regions (none: the whole picture) minus the ignore
@@ -162,22 +199,12 @@ class Regions:
     def check(self, width: int, height: int, working: tuple[int, int] | None = None) -> None:
         """RegionError (one line, naming the polygon) unless every polygon fits the frame,
         each region covers at least one pixel of the ``working`` (width, height) picture the
-        detector sees (a line or a sliver would leave it nothing to watch), and the masks
-        leave some of the regions to watch."""
-        for kind, polygons in (("region", self.watch), ("mask", self.ignore)):
-            for number, polygon in enumerate(polygons, start=1):
-                check_polygon(polygon, width, height, f"{kind} {number}")
-        if working is not None:
-            import cv2   # here, not on import: the command line reads settings without OpenCV
-
-            pixel = (width / working[0]) * (height / working[1])   # source pixels in one
-            for number, polygon in enumerate(self.watch, start=1):
-                area = cv2.contourArea(np.asarray(polygon, np.float32))
-                if area < pixel:
-                    raise RegionError(
-                        f"region {number}: covers {area:g} source pixels, less than one pixel "
-                        f"of the {working[0]}x{working[1]} picture the detector works on "
-                        f"({pixel:g}): draw it bigger")
+        detector sees (``check_region``: a line or a sliver would leave it nothing to watch),
+        and the masks leave some of the regions to watch."""
+        for number, polygon in enumerate(self.watch, start=1):
+            check_region(polygon, width, height, working, f"region {number}")
+        for number, polygon in enumerate(self.ignore, start=1):
+            check_polygon(polygon, width, height, f"mask {number}")
         if not self.mask((width, height)).any():
             raise RegionError("the masks cover all of the regions: nothing left to watch")
 

@@ -26,6 +26,7 @@ import cv2
 from ..output.annotate import Annotator, Overlay
 from ..output.clips import bgr_picture
 from ..output.sink import Sink
+from ..preprocess import working_size
 
 PICTURES_PER_S = 10
 IDLE_PICTURES_PER_S = 1         # with no page watching: the snapshot and event pictures only
@@ -64,6 +65,7 @@ class CameraState:
         self.index, self.name, self.region_file = index, name, region_file
         self.lock = threading.Lock()
         self.width = self.height = 0
+        self.working: tuple[int, int] | None = None   # the detector's picture (width, height)
         self.threshold: float | None = None
         self.status, self.status_detail = "waiting", {}
         self.status_since = time.time()                       # when the status last changed
@@ -251,6 +253,12 @@ class DashboardSink(Sink):
                                             else Overlay.of(settings))
         with self.camera.lock:
             self.camera.width, self.camera.height = int(info.width), int(info.height)
+            # What the region editor checks a region against, as the next session will.
+            self.camera.working = (
+                working_size(self.camera.width, self.camera.height) if settings is None else
+                working_size(self.camera.width, self.camera.height,
+                             max_side=settings.working_size,
+                             downscale_factor=settings.downscale_factor))
             self.camera.threshold = threshold
         self._publish({"type": "camera", "camera": self.camera.describe()})
 

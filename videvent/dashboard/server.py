@@ -48,7 +48,7 @@ from aiohttp import web
 
 from .camera import MEDIA_KINDS, CameraState, DashboardSink
 from .connections import ConnectionLimits
-from ..regions import RegionError, check_polygon, load_region_file, parse_polygon
+from ..regions import RegionError, check_region, load_region_file, parse_polygon
 from ..regions import save_region_file
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -91,17 +91,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def posted_polygons(body, width: int, height: int) -> list:
+def posted_polygons(body, width: int, height: int,
+                    working: tuple[int, int] | None = None) -> list:
     """The polygons of a region editor's POST (``{"polygons": [[[x, y], ...], ...]}``), each
-    checked against the camera's frame; RegionError naming the first problem. An empty list
-    clears the region: the whole picture is watched."""
+    checked against the camera's frame and the ``working`` picture its detector sees by
+    ``check_region``, the check ``-R`` makes when the next session reads the file (a region
+    saved here never stops that session from starting); RegionError naming the first problem.
+    An empty list clears the region: the whole picture is watched."""
     polygons = body.get("polygons") if isinstance(body, dict) else None
     if not isinstance(polygons, list):
         raise RegionError("no polygon list given")
     checked = [parse_polygon(polygon if isinstance(polygon, list) else [], f"polygon {number}")
                for number, polygon in enumerate(polygons, start=1)]
     for number, polygon in enumerate(checked, start=1):
-        check_polygon(polygon, width, height, f"polygon {number}")
+        check_region(polygon, width, height, working, f"polygon {number}")
     return checked
 
 
@@ -377,11 +380,11 @@ class Dashboard:
         except (ValueError, RecursionError):    # not JSON, or nested past Python's stack
             return _refuse(400, "the request is not valid JSON")
         with camera.lock:
-            width, height = camera.width, camera.height
+            width, height, working = camera.width, camera.height, camera.working
         if not width:
             return _refuse(409, "the camera has not started: its frame size is unknown")
         try:
-            polygons = posted_polygons(body, width, height)
+            polygons = posted_polygons(body, width, height, working)
             save_region_file(camera.region_file, polygons)
         except RegionError as error:
             return _refuse(400, str(error))
