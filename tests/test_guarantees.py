@@ -81,6 +81,8 @@ def test_a_folder_videvent_did_not_make_is_refused_and_left_alone(tmp_path):
     (["--export-clips", "--clip-template", "events.json"], "must contain {n}"),
     (["--export-clips", "--clip-template", "{n}events.json"], "ending in .mp4"),
     (["--export-clips", "--clip-template", "{n:q}.mp4"], "bad clip name template"),
+    # Event 47's name would be '/x.mp4' (chr(47)): refused by its format, before the scan.
+    (["--export-clips", "--clip-template", "{n:c}x.mp4"], "{n} takes only"),
     (["--export-video", "SOURCE"], "would overwrite the source"),
     (["--export-video", "nowhere/annotated.mp4"], "does not exist"),
     (["--export-video", "annotated.avi"], "must end in .mp4"),
@@ -100,6 +102,7 @@ def test_every_output_name_is_checked_before_the_scan(tmp_path, options, message
     ({"export_video": "SOURCE"}, "would overwrite the source"),
     ({"clips": True, "clip_template": "../../x_{n}.mp4"}, "without folders"),
     ({"clips": True, "clip_template": "{video.__class__}{n}.mp4"}, "only {video} and {n}"),
+    ({"clips": True, "clip_template": "{n:c}home{n:c}me{n:c}wedding.mp4"}, "{n} takes only"),
     ({"out_dir": " "}, "output folder name is empty"),
 ])
 def test_the_python_api_checks_every_output_name_as_the_command_line_does(tmp_path, arguments,
@@ -118,6 +121,59 @@ def test_the_python_api_checks_every_output_name_as_the_command_line_does(tmp_pa
         detect(source, **arguments)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["clip.mp4", "deep", "work"]
     assert source.read_bytes() == sample("walker")[0].read_bytes()
+
+
+# Templates a tester tried: a format spec can make a later event's number anything ('{n:c}':
+# event 47 is '/', 1-31 control characters), or make one name huge or unformattable.
+ADVERSARIAL_TEMPLATES = [
+    "{n:c}x.mp4", "{n:c}home{n:c}me{n:c}wedding.mp4", "{n:\x00>3}.mp4", "{n:>4000000000}.mp4",
+    "{n:x}nnotated.mp4", "{n:_^5}.mp4", "{video:/>5}{n}.mp4", "{n:/>3}.mp4", "{n:.<3}.mp4",
+    "{n:#x}.mp4", "{n:e}.mp4", "{n:,}.mp4", "{n!r}.mp4", "{video!r}{n}.mp4", "{n:%}.mp4",
+    "{video:\n<9}{n}.mp4", "{n}\x01.mp4", "{n:999}.mp4", "{video:.>20}{n}.mp4",
+    # and ones that are fine, which must stay accepted
+    "{video}.event{n:03d}.mp4", "{video}-{n}.mp4", "visit-{n}.mp4", "{n:>5d}.mp4",
+    "{video:.20}_{n:0>4}.mp4",
+]
+ACCEPTED = {"{n:_^5}.mp4", "{video}.event{n:03d}.mp4", "{video}-{n}.mp4", "visit-{n}.mp4",
+            "{n:>5d}.mp4", "{video:.20}_{n:0>4}.mp4"}
+
+
+def plain_file_name(name: str) -> bool:
+    """A name that stays one file of the result folder, and not one of its results."""
+    from videvent.output.names import RESULT_FILES
+
+    return (name.endswith(".mp4") and not name.startswith(".") and "/" not in name
+            and "\\" not in name and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+            and name not in RESULT_FILES and len(name.encode()) <= 255)
+
+
+@pytest.mark.parametrize("template", ADVERSARIAL_TEMPLATES)
+def test_a_clip_template_is_refused_or_gives_a_plain_file_name_for_every_event(template):
+    from videvent.output.names import check_clip_template
+
+    try:
+        check_clip_template(template)
+    except ValueError as error:
+        assert template not in ACCEPTED, error
+        assert str(error).startswith("bad clip name template") and "\n" not in str(error)
+        return
+    assert template in ACCEPTED, f"{template!r} accepted"
+    for n in range(1, 100_001):
+        name = template.format(video="clip", n=n)
+        assert plain_file_name(name), (n, name)
+
+
+@pytest.mark.parametrize("video", ["/", "a/b", "..", "x\x00", "x\ny", "annotated"])
+def test_a_clip_name_is_checked_again_where_the_clip_is_written(video):
+    # A source's own name can be anything (images in '/' are named '/'): the name of each
+    # clip is checked where it is made, and refused rather than written outside the folder.
+    from videvent.output.names import OutputNameError, clip_name
+
+    # No accepted template gives a result's name: one without {n} stands in for it here.
+    template = "{video}.mp4" if video == "annotated" else "{video}{n}.mp4"
+    with pytest.raises(OutputNameError, match="cannot be used"):
+        clip_name(template, video, 1)
+    assert clip_name("{video}.event{n:03d}.mp4", "walker", 7) == "walker.event007.mp4"
 
 
 def test_a_failed_move_into_place_leaves_the_earlier_folder_whole(tmp_path, monkeypatch):

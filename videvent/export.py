@@ -24,7 +24,7 @@ from .choices import CLIP_MODES
 from .output.clips import CLIPS_NAME, REGIONS_NAME, write_clip_index
 from .output.folder import remove_stale
 from .output.names import (ANNOTATED_NAME, CLIP_TEMPLATE, check_clip_template,
-                           check_video_path)
+                           check_video_path, clip_name)
 from .passes import open_for, prepare
 from .session import Session, fingerprint
 from .settings import Settings
@@ -101,8 +101,8 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                     sink.discard()
             raise
     if clips and clip_folder == folder:
-        write_clip_index(folder, {event.number: clip_template.format(video=source.name,
-                                                                     n=event.number)
+        write_clip_index(folder, {event.number: clip_name(clip_template, source.name,
+                                                          event.number)
                                   for event in session.events})
     return [path for sink in sinks for path in sink.written]
 

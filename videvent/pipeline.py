@@ -22,7 +22,7 @@ from .output import ResultFolder, write_events
 from .choices import CLIP_MODES
 from .output.clips import write_clip_index
 from .output.folder import check_destination, mark_complete
-from .output.names import CLIP_TEMPLATE, RESULT_FILES, check_outputs
+from .output.names import CLIP_TEMPLATE, RESULT_FILES, check_outputs, clip_name
 from .output.sink import Sink
 from .passes import open_for, prepare, source_regions
 from .session import RunResult, Session
@@ -166,8 +166,9 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
         write_events(staging / "events.json", result.to_dict())
         written = [path for sink in written_by for path in getattr(sink, "written", ())]
         if clips:
-            write_clip_index(staging, {event.number: clip_template.format(
-                video=source.name, n=event.number) for event in result.events})
+            write_clip_index(staging, {event.number: clip_name(clip_template, source.name,
+                                                               event.number)
+                                       for event in result.events})
         if plot:
             from .output.report import write_plot, write_report  # matplotlib: when drawing
 

@@ -17,7 +17,7 @@ import numpy as np
 from .output.annotate import Annotator, Overlay, StripChart, chart_height
 from .choices import CLIP_MODES
 from .output.clips import REGIONS_NAME, AnnotatedVideoSink, ClipSink
-from .output.names import ANNOTATED_NAME, CLIP_TEMPLATE
+from .output.names import ANNOTATED_NAME, CLIP_TEMPLATE, clip_name
 from .output.sink import Sink
 from .output.thumbnails import ThumbnailSink, ThumbnailStyle
 from .passes import frame_range
@@ -80,7 +80,7 @@ def folder_sinks(source: FrameSource, settings: Settings, regions: Regions, fold
         options = ({"boxes": settings.bounding_box, "box_level": settings.threshold_low}
                    if clip_mode is None else clip_options(source.uri, settings, clip_mode))
         sinks.append(ClipSink(clip_folder if clip_folder is not None else folder,
-                              lambda n: clip_template.format(video=source.name, n=n),
+                              lambda n: clip_name(clip_template, source.name, n),
                               source.fps, settings.frames("time_before_event", source.fps),
                               **options))
     return sinks

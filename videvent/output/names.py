@@ -5,6 +5,7 @@ source) is refused the same way whichever calls."""
 from __future__ import annotations
 
 import os
+import re
 import string
 from pathlib import Path
 
@@ -50,32 +51,99 @@ def check_outputs(source: str | os.PathLike | int, out_dir: str | os.PathLike | 
             raise OutputNameError("export_video", str(error)) from None
 
 
+# What a field of a clip name template may hold after its colon: for ``{n}`` a fill of '0', ' '
+# or '_' with an alignment, a sign, a width of at most 2 digits, and the type d (or none), so
+# every event's number gives digits, a sign and those fills only; for ``{video}`` the same
+# fills and alignments, a width and a precision of at most 2 digits, and the type s (or none).
+# Anything else (c, x, e, %, a ',' or '/' fill, a width of 4000000000, ...) is refused.
+_FIELD_SPECS = {
+    "n": re.compile(r"(?:[0 _]?[<>=^])?[-+ ]?0?[0-9]{0,2}d?"),
+    "video": re.compile(r"(?:[0 _]?[<>^])?[0-9]{0,2}(?:\.[0-9]{1,2})?s?"),
+}
+_FIELD_RULES = {
+    "n": "{n} takes only a fill of '0', ' ' or '_' with an alignment, a sign, a width of up to "
+         "2 digits and the type d (as in {n:03d})",
+    "video": "{video} takes only a fill of '0', ' ' or '_' with an alignment, a width or "
+             "precision of up to 2 digits and the type s (as in {video:.20})",
+}
+_NAME_RULE = ("it must give a file name ending in .mp4, without folders or control characters, "
+              "not starting with '.', not a name of the results, at most 255 bytes")
+
+
+def _shown(text: str) -> str:
+    """``text`` on one line, as a message shows it (control characters escaped)."""
+    return text.encode("unicode_escape").decode("ascii")
+
+
+def _name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a clip's name in the result folder (None: it can)."""
+    if (not name.endswith(".mp4") or name.startswith(".") or "/" in name or "\\" in name
+            or any(ord(c) < 32 or ord(c) == 127 for c in name)
+            or name in (ANNOTATED_NAME, *RESULT_FILES)
+            or len(name.encode("utf-8", "surrogateescape")) > 255):
+        shown = name if len(name) <= 100 else name[:100] + "..."
+        return f"{_NAME_RULE} (got {shown!r})"
+    return None
+
+
 def check_clip_template(template: str) -> None:
     """Refuse, with one line, a clip name template that could write outside the result
-    folder, over another file of it, or give every clip the same name."""
+    folder, over another file of it, or give every clip the same name.
+
+    The rule holds for every event number, not only the ones tried: the text around the fields
+    has no '/', '\\' or control character; the only fields are ``{video}`` and ``{n}`` (``{n}``
+    required), without conversions (``!r``); ``{n}``'s format is at most a fill of '0', ' ' or
+    '_' with an alignment, a sign, a width of up to 2 digits and the type d, so every number
+    gives only digits, a sign and those fills (never '/', a control character, a letter that
+    could spell a result's name, or a huge name); ``{video}``'s at most the same fills, a width
+    or precision of up to 2 digits and the type s. The names of events 1 and 2 (for a video
+    named "clip") must then be ``.mp4`` file names, not starting with '.', not a result's.
+    Each clip's name is checked again where it is made (``clip_name``)."""
+    def bad(reason) -> ValueError:
+        return ValueError(f"bad clip name template {template!r}: {reason}")
+
     fields = []
     try:
-        for _, field, spec, _ in string.Formatter().parse(template):
-            if field is not None:
-                fields.append(field)
-                if "{" in (spec or ""):
-                    raise ValueError("nested fields")
+        parts = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise bad(error) from None
+    for literal, field, spec, conversion in parts:
+        if "/" in literal or "\\" in literal or any(ord(c) < 32 or ord(c) == 127
+                                                     for c in literal):
+            raise bad(f"{_NAME_RULE} (got {literal!r} in it)")
+        if field is None:
+            continue
+        if field not in ("video", "n"):
+            raise bad(f"only {{video}} and {{n}} can be used, not {{{_shown(field)}}}")
+        if conversion:
+            raise bad(f"{{{field}!{_shown(conversion)}}}: no conversion can be used")
+        if not _FIELD_SPECS[field].fullmatch(spec or ""):
+            raise bad(f"{_FIELD_RULES[field]}, not {{{field}:{_shown(spec)}}}")
+        fields.append(field)
+    if "n" not in fields:
+        raise bad("it must contain {n}, or every event's clip gets the same name")
+    try:
         names = [template.format(video="clip", n=n) for n in (1, 2)]
     except (KeyError, IndexError, ValueError, AttributeError) as error:
-        raise ValueError(f"bad clip name template {template!r}: {error}") from None
-    unknown = [f for f in fields if f not in ("video", "n")]
-    if unknown:
-        raise ValueError(f"bad clip name template {template!r}: only {{video}} and {{n}} can be "
-                         f"used, not {{{unknown[0]}}}")
-    if "n" not in fields:
-        raise ValueError(f"bad clip name template {template!r}: it must contain {{n}}, or "
-                         f"every event's clip gets the same name")
+        raise bad(error) from None
     for name in names:
-        if ("/" in name or "\\" in name or name.startswith(".") or not name.endswith(".mp4")
-                or name in (ANNOTATED_NAME, *RESULT_FILES)):
-            raise ValueError(f"bad clip name template {template!r}: it must give a file name "
-                             f"ending in .mp4, without folders, not starting with '.', not a "
-                             f"name of the results (got {name!r})")
+        problem = _name_problem(name)
+        if problem:
+            raise bad(problem)
+
+
+def clip_name(template: str, video: str, n: int) -> str:
+    """Event ``n``'s clip name, from a template ``check_clip_template`` accepted and the
+    source's name ``video``, checked again as it is made: OutputNameError (one line) for a
+    name that is not a plain ``.mp4`` file of the result folder (a source named '/', say),
+    which is refused rather than written outside it."""
+    name = template.format(video=video, n=n)
+    problem = _name_problem(name)
+    if problem:
+        raise OutputNameError("clip_template", f"the clip name template {template!r} gives "
+                                               f"event {n} of '{video}' a name that cannot be "
+                                               f"used: {problem}")
+    return name
 
 
 def check_video_path(path: str | os.PathLike, source_uri: str | None = None) -> Path:
