@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, sample
+from conftest import run_cli, sample, wait_until
 from videvent.output import ResultFolder
 from videvent.output.video import VideoWriter
 from videvent.sources import open_source
@@ -751,6 +751,83 @@ def test_a_signal_ends_a_run_whose_source_blocks_in_opening(tmp_path, stop):
     assert stderr.strip() == (f"videvent: stopped by {signal.Signals(stop).name}; nothing "
                               f"half-written was left")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.pipe"]
+
+
+@pytest.fixture(scope="module")
+def streamable_clip(tmp_path_factory):
+    """The demo clip four times over (88 s, 880 frames), its index first: an MP4 that can be
+    decoded as it arrives through a pipe."""
+    path = tmp_path_factory.mktemp("pipe") / "visits.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-stream_loop", "3", "-i",
+                    sample("person_visit")[0], "-c", "copy", "-movflags", "+faststart",
+                    str(path)], check=True, timeout=60)
+    return path
+
+
+def pipe_fed(tmp_path, clip, size: int | None) -> tuple[Path, subprocess.Popen]:
+    """A named pipe and its writer: ``size`` bytes of ``clip`` (all if None), then the pipe
+    held open without a word more (a stalled camera: ``sent`` appears in ``tmp_path`` once the
+    reader has taken all but what the pipe holds), or closed (size None)."""
+    pipe = tmp_path / "camera.pipe"
+    os.mkfifo(pipe)
+    send = (f'head -c {size} "$2" >&3; touch "$3"; sleep 120' if size
+            else 'cat "$2" >&3')
+    writer = subprocess.Popen(["sh", "-c", f'exec 3>"$1"; {send}', "sh", str(pipe), str(clip),
+                               str(tmp_path / "sent")])
+    return pipe, writer
+
+
+@pytest.mark.parametrize("command, stop", [("run", signal.SIGINT), ("run", signal.SIGTERM),
+                                           ("watch", signal.SIGINT)])
+def test_a_pipe_whose_writer_stalls_is_stopped_by_a_signal(tmp_path, streamable_clip, command,
+                                                           stop):
+    """The writer sends part of a video and keeps the pipe open: the decoder blocks in FFmpeg's
+    read, which no signal interrupts. The pipe is opened once (a start reference from frames
+    spread over it would open it again, and block there), and the pass does not wait for a
+    reader blocked in it: a run ends with its line and exit code, a watch with its files."""
+    pipe, writer = pipe_fed(tmp_path, streamable_clip, 300_000)
+    out = tmp_path / "result"
+    process = subprocess.Popen([sys.executable, "-m", "videvent", command, str(pipe), "-d",
+                                str(out)], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        # The pass is into the frames, then blocks on the pipe.
+        wait_until((tmp_path / "sent").exists, 60, "the writer's bytes read")
+        time.sleep(0.5)
+        process.send_signal(stop)
+        _, said = process.communicate(timeout=60)
+    finally:
+        writer.kill()
+        if process.poll() is None:
+            process.kill()
+            raise AssertionError(f"{stop.name} did not end {command}")
+    if command == "run":
+        assert process.returncode == 128 + stop, said
+        assert said.strip().splitlines()[-1] == (f"videvent: stopped by {stop.name}; nothing "
+                                                 "half-written was left")
+        assert not out.exists()
+    else:
+        assert process.returncode == 0, said
+        assert json.loads((out / "events.json").read_text())["frames_read"] > 0
+
+
+def test_a_pipe_fed_a_whole_video_gives_the_files_verdicts_and_cannot_be_exported(
+        tmp_path, streamable_clip):
+    """Read once, from its start, as the file is read without a start reference (which a pipe
+    cannot give: its frames spread over the video cannot be read before the first)."""
+    pipe, writer = pipe_fed(tmp_path, streamable_clip, None)
+    try:
+        through_pipe = run_cli("run", pipe, "-d", tmp_path / "piped", "-q", "--no-plot")
+    finally:
+        writer.kill()
+    assert through_pipe.returncode == 0, through_pipe.stderr
+    from_file = run_cli("run", streamable_clip, "-d", tmp_path / "file", "-q", "--no-plot",
+                        "--no-start-reference")
+    assert from_file.returncode == 0, from_file.stderr
+    assert ((tmp_path / "piped" / "scores.csv").read_bytes()
+            == (tmp_path / "file" / "scores.csv").read_bytes())
+    result = run_cli("export", tmp_path / "piped", "--export-clips")
+    assert result.returncode == 1 and "is a pipe or device" in one_line(result)
 
 
 # Two commands of the test's own, run by videvent's entry point, in which SIGTERM lands where

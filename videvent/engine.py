@@ -38,6 +38,10 @@ READ_AHEAD = 32
 # How often the loop, waiting for a frame, looks whether it should stop (and tells
 # ``on_idle``).
 POLL_S = 0.2
+# How long a pass of a source whose reads can block (a pipe, a device, a stream) waits for its
+# reader at its end: a read blocked inside FFmpeg cannot be interrupted, and the reader is a
+# daemon thread that ends with the process.
+BLOCKING_READER_CLOSE_S = 2.0
 
 
 class _OneBlasThread:
@@ -108,8 +112,9 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
 def seeds(run: Pass) -> bool:
     """Whether the pass starts by seeding its detector (``seed_detector``)."""
     settings = run.settings
-    return bool(settings.seed or settings.start_reference) and not (run.source.is_live
-                                                                     or run.resumed)
+    source = run.source
+    return bool(settings.seed or settings.start_reference) and not (
+        source.is_live or source.read_once or run.resumed)
 
 
 def seed_sample(run: Pass) -> list[np.ndarray]:
@@ -265,6 +270,8 @@ class Engine:
         finally:
             self.stop.set()
             if self._reader is not None:
+                if close_timeout is None and (run.source.read_once or run.source.is_live):
+                    close_timeout = BLOCKING_READER_CLOSE_S
                 self._reader.close(timeout=close_timeout)
             elif hasattr(decoded, "close"):
                 decoded.close()

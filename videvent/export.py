@@ -61,6 +61,10 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
                          f"read again; the clip of each event is in '{folder}'")
     if "://" not in uri and not uri.isdigit() and "%" not in uri and not os.path.exists(uri):
         raise ValueError(f"the source of these results is gone: '{uri}' does not exist")
+    if os.path.exists(uri) and not (os.path.isfile(uri) or os.path.isdir(uri)):
+        raise ValueError(f"the source of these results, '{uri}', is a pipe or device, which "
+                         f"gives its frames once: export them in the run (--export-clips, "
+                         f"--export-video)")
     if clips:
         check_clip_template(clip_template)
     if video is not True and video:

@@ -99,6 +99,10 @@ class FrameSource(ABC):
     # True when a frame goes stale if it waits (a live picture): the reader may then drop the
     # oldest frames waiting for the detector rather than let it fall behind.
     paced: bool = False
+    # True when the source gives its frames once, from its start (a pipe, a device): one
+    # pass, no seek, no sample. A live source is read once too. Its reads may block for as
+    # long as its writer waits, so a pass does not wait for its reader at the end.
+    read_once: bool = False
 
     @abstractmethod
     def frames(self, start: int = 0, end: int | None = None, *,
@@ -125,7 +129,7 @@ class FrameSource(ABC):
         Backends that seek cheaply only to keyframes start each run at the keyframe before
         its place. Yields nothing for live sources or sources of unknown length.
         """
-        if self.is_live or not self.frame_count or count < 1:
+        if self.is_live or self.read_once or not self.frame_count or count < 1:
             return
         seen = -1
         for start in spread(self.frame_count, max(1, count // self.sample_run)):

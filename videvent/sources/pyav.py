@@ -14,6 +14,7 @@ import functools
 import heapq
 import itertools
 import os
+import stat
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,7 +59,12 @@ class PyAVSource(FrameSource):
         self._colour = colour
         self._keep_colour = keep_colour
         self._closed = False
-        with self._open() as container:
+        # A pipe, socket or device gives its bytes once: it is opened once, and its one pass
+        # goes on from the frames read here (opening it again would block, or lose them).
+        self.read_once = not stat.S_ISREG(os.stat(self.uri).st_mode)
+        self._kept: tuple[av.container.InputContainer, Iterator] | None = None
+        container = self._open()
+        try:
             stream = container.streams.best("video")
             if stream is None:
                 raise SourceError(f"cannot open {self.uri!r}: it has no video stream")
@@ -69,7 +75,10 @@ class PyAVSource(FrameSource):
             # Decode up to the first good frame: it proves the file is readable and gives the
             # true size and the timestamp that frame 0 (time 0) stands for.
             self._origin_pts = None
-            for pts, frame in _decoded(container, self._video_stream(container)):
+            items = _decoded(container, self._video_stream(container))
+            read = []
+            for pts, frame in items:
+                read.append((pts, frame))
                 if self._origin_pts is None:
                     self._origin_pts = pts
                 if frame is not None:
@@ -77,6 +86,11 @@ class PyAVSource(FrameSource):
                     break
             else:
                 raise SourceError(f"cannot read {self.uri!r}: no video frame could be decoded")
+            if self.read_once:
+                self._kept = container, itertools.chain(read, items)
+        finally:
+            if self._kept is None:
+                container.close()
 
     def frames(self, start: int = 0, end: int | None = None, *,
                size: tuple[int, int] | None = None) -> Iterator[Frame]:
@@ -84,6 +98,8 @@ class PyAVSource(FrameSource):
         return self._frames(start, end, size)
 
     def sample(self, count: int) -> Iterator[Frame]:
+        if self.read_once:
+            return
         # A small file is read once, in order: it costs less than it takes to decode, and its
         # keyframes may be too few to seek to (a camera clip can have one); any frame then
         # costs the same, so the sample is of single frames, as many moments as frames. A
@@ -127,6 +143,8 @@ class PyAVSource(FrameSource):
         # times by a constant). An index of keyframes only (Matroska's cues), or none
         # (MPEG-TS), tells nothing; so does a PyAV older than the index's reader. Read entry
         # by entry: a day of video has millions.
+        if self.read_once:
+            return None
         with self._open() as container:
             index = getattr(container.streams[self._stream_index], "index_entries", ())
             if not len(index) or len(index) != self.frame_count:
@@ -139,18 +157,31 @@ class PyAVSource(FrameSource):
         return None
 
     def close(self) -> None:
-        # Each frames() pass opens and closes its own container, so nothing is held here.
+        # Each frames() pass opens and closes its own container, so nothing is held here but
+        # a read-once source's, until its pass takes it (which then closes it itself: a pass
+        # may still be blocked in it on another thread).
         self._closed = True
+        if self._kept is not None:
+            self._kept[0].close()
+            self._kept = None
 
     def _frames(self, start: int, end: int | None,
                 size: tuple[int, int] | None) -> Iterator[Frame]:
-        # A container per pass, so that two passes never disturb each other.
-        container = self._open()
+        if self.read_once:
+            if self._kept is None:
+                raise SourceError(f"{self.uri!r} is a pipe or device: it can be read only once")
+            (container, items), self._kept = self._kept, None
+            positioned = 0, items            # from its start: it cannot seek
+        else:
+            # A container per pass, so that two passes never disturb each other.
+            container = self._open()
+            positioned = None
         try:
-            positioned = self._seek(container, start) if start > 0 else None
-            if positioned is None and start > 0:
-                container.close()  # a failed seek may have left it anywhere
-                container = self._open()
+            if start > 0 and positioned is None:
+                positioned = self._seek(container, start)
+                if positioned is None:
+                    container.close()  # a failed seek may have left it anywhere
+                    container = self._open()
             index, items = positioned or (0, _decoded(container, self._video_stream(container)))
             # Reformatters for the pass: to_ndarray(format=...) sets up a new swscale context
             # for every frame, which made BGR output 1.4x slower.
