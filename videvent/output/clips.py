@@ -12,9 +12,13 @@ the clip's start (no decoding, no loss, and fast), when the event ends.
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
+import sys
 from collections import deque
+from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import Callable
 
@@ -34,13 +38,27 @@ MP4_AUDIO_CODECS = ("aac", "mp3", "ac3", "eac3", "opus", "alac", "flac")
 
 REGIONS_NAME = "regions.csv"
 CLIPS_NAME = "clips.json"
+# FFmpeg's usual layout of each count of channels (AAC refuses a layout of a count alone).
+_LAYOUTS = {1: "mono", 2: "stereo", 3: "2.1", 4: "4.0", 5: "5.0", 6: "5.1", 7: "6.1",
+            8: "7.1"}
 
 
 def write_clip_index(folder: Path, names: dict[int, str]) -> None:
     """``clips.json``: which clip is which event's, for the report's links (the clip names
-    come from the user's template); only the clips that exist."""
-    write_text_atomically(folder / CLIPS_NAME, json.dumps(
-        {str(n): name for n, name in names.items() if (folder / name).is_file()}))
+    come from the user's template; a clip copied into Matroska has its ``.mkv`` name); only
+    the clips that exist."""
+    found = {}
+    for n, name in names.items():
+        for candidate in (name, *(clip_file_name(name, suffix)
+                                  for _, suffix in COPY_CONTAINERS[1:])):
+            if (folder / candidate).is_file():
+                found[str(n)] = candidate
+                break
+    write_text_atomically(folder / CLIPS_NAME, json.dumps(found))
+
+
+def _warn(line: str) -> None:
+    print(f"videvent: warning: {line}", file=sys.stderr, flush=True)
 
 
 def bgr_picture(frame) -> np.ndarray | None:
@@ -62,12 +80,262 @@ def _has_audio(path: str | os.PathLike) -> bool:
         return bool(container.streams.audio)
 
 
-def copy_clip(source: str | os.PathLike, path: Path, start_s: float, end_s: float) -> Path:
+# The containers a clip is copied into, in order of preference, with their file names' ends:
+# MP4 when it holds the codecs, else Matroska (nearly every codec), else AVI (the Video for
+# Windows codecs Matroska's muxer here refuses: FLV's Sorenson H.263, WMV).
+COPY_CONTAINERS = (("mp4", ".mp4"), ("matroska", ".mkv"), ("avi", ".avi"))
+# Video codecs an MP4 holds as they are (a copied clip of any other is a Matroska file).
+MP4_VIDEO_CODECS = ("h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video", "mpeg1video")
+# How far before a time a copy seeks, in seconds, each time the one before landed after it
+# (Matroska, MPEG-TS and MPEG-PS land late); then it reads from the file's beginning.
+SEEK_BACK_S = (1.0, 8.0, 60.0)
+# Errors of the disk, not of the media: a run still stops for them (its results are whole).
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
+class ClipError(Exception):
+    """Why a clip cannot be copied (or made at all), in a few words."""
+
+
+def clip_file_name(name: str, suffix: str) -> str:
+    """The name a clip of template name ``name`` (``.mp4``) takes when it is copied into
+    another container: the same with that container's ``suffix`` (``.mkv``, ``.avi``)."""
+    return (name[:-len(".mp4")] if name.endswith(".mp4") else name) + suffix
+
+
+def is_disk_error(error: BaseException) -> bool:
+    return isinstance(error, OSError) and not isinstance(error, av.error.FFmpegError) \
+        and error.errno in _DISK_ERRORS
+
+
+def _why(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _origin(stream) -> int:
+    return stream.start_time or 0
+
+
+@contextmanager
+def _positions(source, at_s: float, kind: str = "video"):
+    """Places to read ``source`` from, each one at or before ``at_s`` (seconds from the first
+    picture) in its first ``kind`` stream: an iterator of ``(inputs, video, audio, packets)``
+    (``packets``: of the first picture and sound streams, in the file's order), seeking
+    further back each time, the last one from the file's beginning. A seek that lands after
+    ``at_s`` (as Matroska's, MPEG-TS's and MPEG-PS's can) is not given."""
+    def attempts():
+        for back in (*SEEK_BACK_S, None):
+            with av.open(os.fspath(source)) as inputs:
+                video = inputs.streams.video[0] if inputs.streams.video else None
+                audio = inputs.streams.audio[0] if inputs.streams.audio else None
+                reference = video if kind == "video" else audio
+                origin_s = float(_origin(video) * video.time_base)
+                target = None if back is None else at_s - back
+                if target is not None and target > 0:
+                    try:
+                        inputs.seek(int((origin_s + target) / reference.time_base),
+                                    stream=reference, backward=True)
+                    except av.error.FFmpegError:
+                        continue
+                packets = inputs.demux([s for s in (video, audio) if s is not None])
+                read = []
+                for packet in packets:
+                    read.append(packet)
+                    if packet.stream is reference and packet.dts is not None:
+                        break
+                if target is not None and target > 0:
+                    first = read[-1] if read else None
+                    if first is None or first.stream is not reference or \
+                            float(first.dts * reference.time_base) - origin_s > at_s + 1e-6:
+                        continue                  # landed late: further back
+                yield inputs, video, audio, chain(read, packets)
+                if target is None or target <= 0:
+                    return                        # from the beginning: nothing further back
+    found = attempts()
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def _keyframe_at_or_before(source, start_s: float) -> tuple[int, int]:
+    """(pts, dts) of the source's last picture keyframe shown at or before ``start_s``."""
+    with _positions(source, start_s) as positions:
+        for inputs, video, _, packets in positions:
+            origin, base = _origin(video), video.time_base
+            found = None
+            for packet in packets:
+                if packet.stream is not video or packet.dts is None:
+                    continue
+                if float((packet.dts - origin) * base) > start_s + 1e-6:
+                    break           # decoded after the start: so is every keyframe after it
+                if packet.is_keyframe and packet.pts is not None \
+                        and float((packet.pts - origin) * base) <= start_s + 1e-6:
+                    found = (packet.pts, packet.dts)
+            if found is not None:
+                return found
+    raise ClipError(f"no keyframe at or before {start_s:.3f} s")
+
+
+def _copy_into(source, target: Path, container_format: str, with_sound: bool,
+               key: tuple[int, int], end_s: float) -> None:
+    """Write ``target`` (``container_format``): the source's picture packets from the
+    keyframe ``key`` (its pts, dts) to ``end_s``, and (``with_sound``) its sound for the same
+    time, copied. Pictures after the keyframe in the file that are shown before it (an open
+    GOP's leading pictures, which need the pictures before it) are left out."""
+    key_pts, key_dts = key
+    with av.open(os.fspath(source)) as probe:
+        video = probe.streams.video[0]
+        key_s = float((key_dts - _origin(video)) * video.time_base)
+    with _positions(source, key_s) as positions, \
+            av.open(os.fspath(target), "w", format=container_format) as output:
+        picture_out = sound_out = None
+        for inputs, video, audio, packets in positions:
+            origin, base = _origin(video), video.time_base
+            if picture_out is None:
+                # The template's own codec: a decoder-only one (Theora) is copied too.
+                picture_out = output.add_stream_from_template(video, opaque=True)
+                if with_sound and audio is not None:
+                    sound_out = output.add_stream_from_template(audio)
+            start_s = float((key_pts - origin) * base)
+            lead_s = float((key_pts - key_dts) * base)
+            origin_s = float(origin * base)
+            if sound_out is not None:
+                shift = int(round((origin_s + start_s - lead_s) / audio.time_base))
+            started, picture_done, sound_done = False, False, sound_out is None
+            waiting = []                     # sound before the keyframe in the file
+            for packet in packets:
+                if packet.dts is None or packet.pts is None:
+                    continue
+                if packet.stream is video and not picture_done:
+                    if not started:
+                        if packet.pts != key_pts or packet.dts != key_dts \
+                                or not packet.is_keyframe:
+                            if float((packet.dts - origin) * base) > key_s + 1e-6:
+                                break                       # passed it: not found here
+                            continue
+                        started = True
+                    elif float((packet.dts - origin) * base) > end_s:
+                        picture_done = True
+                        continue
+                    if packet.pts < key_pts:
+                        continue                            # a leading picture
+                    packet.pts -= key_dts
+                    packet.dts -= key_dts
+                    packet.stream = picture_out
+                    output.mux(packet)
+                    for sound in waiting:
+                        output.mux(sound)
+                    waiting = []
+                elif packet.stream is audio and sound_out is not None and not sound_done:
+                    at_s = float(packet.pts * audio.time_base) - origin_s
+                    if at_s < start_s - 1e-6:
+                        continue
+                    if at_s > end_s:
+                        sound_done = True
+                        continue
+                    packet.pts -= shift
+                    packet.dts -= shift
+                    packet.stream = sound_out
+                    if started:
+                        output.mux(packet)
+                    else:
+                        waiting.append(packet)
+                if picture_done and sound_done:
+                    break
+            if started:
+                return
+        raise ClipError("its keyframe was not found again")
+
+
+def copy_clip(source: str | os.PathLike, path: Path, start_s: float,
+              end_s: float) -> tuple[Path, str | None]:
     """The source file's picture and sound from the keyframe at or before ``start_s`` to
-    ``end_s`` (seconds from its first picture, as ``Frame.time_s``), copied packet by packet
-    into the MP4 ``path``; written whole (temporary name, renamed)."""
-    write_atomically(path, lambda temporary: _remux(source, temporary, start_s, end_s))
-    return path
+    ``end_s`` (seconds from its first picture, as ``Frame.time_s``), copied packet by packet;
+    written whole (temporary name, renamed). Into the MP4 ``path`` when an MP4 holds the
+    codecs, else into a Matroska file of the same name with ``.mkv`` (``matroska_name``), its
+    sound left out if even that cannot hold it. Returns the clip's path and what was left
+    out (None: nothing); ClipError (or the muxer's error) when it cannot be copied."""
+    with av.open(os.fspath(source)) as probe:
+        if not probe.streams.video:
+            raise ClipError("the file has no picture")
+        picture = probe.streams.video[0].codec_context.name
+        sound = probe.streams.audio[0].codec_context.name if probe.streams.audio else None
+    key = _keyframe_at_or_before(source, start_s)
+    # MP4 when it holds both (browsers play it), else the first that holds the picture and
+    # the sound, else the first that holds the picture, without the sound.
+    mp4 = picture in MP4_VIDEO_CODECS and (sound is None or sound in MP4_AUDIO_CODECS)
+    containers = [(name, suffix) for name, suffix in COPY_CONTAINERS if mp4 or name != "mp4"]
+    plans = [(name, path.with_name(clip_file_name(path.name, suffix)), True)
+             for name, suffix in containers]
+    if sound is not None:
+        plans += [(name, target, False) for name, target, _ in plans if name != "mp4"]
+    error = None
+    for container_format, target, with_sound in plans:
+        try:
+            write_atomically(target, lambda temporary: _copy_into(
+                source, temporary, container_format, with_sound, key, end_s))
+        except ClipError:
+            raise
+        except Exception as failed:        # the muxer refused: the next container
+            if is_disk_error(failed):
+                raise
+            error = failed
+            continue
+        left_out = (None if with_sound or sound is None
+                    else f"no container here takes its sound ({sound}) with its picture")
+        return target, left_out
+    raise ClipError(f"{picture} cannot be copied into MP4, Matroska or AVI ({_why(error)})")
+
+
+def encode_clip(source: str | os.PathLike, path: Path, start_s: float, end_s: float,
+                fps: float) -> Path:
+    """The clip encode mode makes, from the source file decoded again: its pictures from
+    ``start_s`` to ``end_s`` encoded (H.264 MP4 ``path``) with its sound for the same time."""
+    half = 0.5 / fps
+    writer = None
+    try:
+        with _positions(source, max(0.0, start_s - half)) as positions:
+            for inputs, video, _, packets in positions:
+                origin, base = _origin(video), video.time_base
+                first, done, late = True, False, False
+                for packet in packets:
+                    if packet.stream is not video:
+                        continue
+                    try:
+                        frames = packet.decode()
+                    except av.error.InvalidDataError:
+                        continue                        # as a run: the frame is skipped
+                    for frame in frames:
+                        if frame.pts is None:
+                            continue
+                        at_s = float((frame.pts - origin) * base)
+                        if first:
+                            first = False
+                            if at_s > start_s + half and at_s > 0:
+                                late = True             # landed late: further back
+                                break
+                        if at_s < start_s - half:
+                            continue
+                        if at_s > end_s + half:
+                            done = True
+                            break
+                        if writer is None:
+                            writer = VideoWriter(path, frame.width, frame.height, fps)
+                        writer.write(frame.to_ndarray(format="bgr24"))
+                    if done or late:
+                        break
+                if writer is not None:
+                    break
+        if writer is None:
+            raise ClipError(f"no picture from {start_s:.3f} s to {end_s:.3f} s decodes")
+        writer, clip = None, writer.close()
+    finally:
+        if writer is not None:
+            writer.discard()
+    add_audio(clip, source, start_s, end_s + 1 / fps)
+    return clip
 
 
 def add_audio(path: Path, source: str | os.PathLike, start_s: float, end_s: float) -> None:
@@ -75,57 +343,25 @@ def add_audio(path: Path, source: str | os.PathLike, start_s: float, end_s: floa
     picture starts at ``start_s``); rewritten whole. Nothing to do for a silent source."""
     if not _has_audio(source):
         return
-    write_atomically(path, lambda temporary: _remux(source, temporary, start_s, end_s,
-                                                    picture_from=path))
+    write_atomically(path, lambda temporary: _add_sound(source, temporary, start_s, end_s,
+                                                        picture_from=path))
 
 
-def _remux(source, target: Path, start_s: float, end_s: float,
-           picture_from: Path | None = None) -> None:
-    """Write ``target`` (MP4): the picture of ``source`` (or of ``picture_from``, whole)
-    and the sound of ``source``, from ``start_s`` to ``end_s``. With the source's picture,
-    the clip starts at the keyframe at or before ``start_s`` and the sound with it."""
-    with av.open(os.fspath(source)) as inputs, av.open(os.fspath(target), "w",
-                                                       format="mp4") as output:
-        video = inputs.streams.video[0]
-        origin = video.start_time or 0                  # the first picture's time, in its units
-        sounds = [(stream, _sound_out(output, stream)) for stream in inputs.streams.audio[:1]]
-        if picture_from is None:
-            picture_out = output.add_stream_from_template(video)
-            # Back to the keyframe at or before the start: a copy can only start at one.
-            inputs.seek(origin + max(0, int(start_s / video.time_base)), stream=video,
-                        backward=True)
-            first_s, lead_s = None, 0.0
-            for packet in inputs.demux(video):
-                if packet.dts is None:
-                    continue                              # the end of the stream
-                at_s = float((packet.pts - origin) * video.time_base)
-                if first_s is None:
-                    if not packet.is_keyframe or at_s > start_s:
-                        continue
-                    # From its decoding time: its picture shows ``lead_s`` later (B-frames).
-                    first_s, shift = at_s, packet.dts
-                    lead_s = float((packet.pts - packet.dts) * video.time_base)
-                if float((packet.dts - origin) * video.time_base) > end_s:
-                    break
-                packet.pts -= shift
-                packet.dts -= shift
-                packet.stream = picture_out
-                output.mux(packet)
-            if first_s is None:
-                raise ValueError(f"no keyframe at or before {start_s:.3f} s in '{source}'")
-            start_s = first_s
-        else:
-            lead_s = 0.0
-            with av.open(os.fspath(picture_from)) as pictures:
-                picture_in = pictures.streams.video[0]
-                picture_out = output.add_stream_from_template(picture_in)
-                for packet in pictures.demux(picture_in):
-                    if packet.dts is not None:
-                        packet.stream = picture_out
-                        output.mux(packet)
-        for stream, (sound_out, encoder) in sounds:
-            _copy_sound(inputs, output, stream, sound_out, encoder, origin * video.time_base,
-                        start_s, end_s, lead_s)
+def _add_sound(source, target: Path, start_s: float, end_s: float, picture_from: Path) -> None:
+    """Write ``target`` (MP4): the picture of ``picture_from``, whole, and the sound of
+    ``source`` from ``start_s`` to ``end_s``, copied when an MP4 holds its codec, else
+    encoded as AAC."""
+    with av.open(os.fspath(target), "w", format="mp4") as output:
+        with av.open(os.fspath(picture_from)) as pictures:
+            picture_in = pictures.streams.video[0]
+            picture_out = output.add_stream_from_template(picture_in)
+            with av.open(os.fspath(source)) as probe:
+                sound_out, resampler = _sound_out(output, probe.streams.audio[0])
+            for packet in pictures.demux(picture_in):
+                if packet.dts is not None:
+                    packet.stream = picture_out
+                    output.mux(packet)
+        _copy_sound(source, output, sound_out, resampler, start_s, end_s)
 
 
 def _sound_out(output, stream):
@@ -134,37 +370,48 @@ def _sound_out(output, stream):
     if stream.codec_context.name in MP4_AUDIO_CODECS:
         return output.add_stream_from_template(stream), None
     sound_out = output.add_stream("aac", rate=stream.codec_context.sample_rate)
-    sound_out.layout = stream.codec_context.layout
+    # A layout of the channels' count alone (AVI's PCM: "1 channels") is one AAC refuses:
+    # the usual layout of that many channels.
+    channels = stream.codec_context.channels
+    layout = av.AudioLayout(_LAYOUTS.get(channels, stream.codec_context.layout.name))
+    sound_out.layout = layout
     # In frames of the encoder's size: AAC takes 1024 samples at a time.
-    return sound_out, av.AudioResampler(format="fltp", layout=stream.codec_context.layout,
+    return sound_out, av.AudioResampler(format="fltp", layout=layout,
                                         rate=stream.codec_context.sample_rate, frame_size=1024)
 
 
-def _copy_sound(inputs, output, stream, sound_out, resampler, origin, start_s: float,
-                end_s: float, lead_s: float) -> None:
-    """The sound of ``stream`` from ``start_s`` to ``end_s`` (``origin``: the first picture's
-    time in seconds, where 0 is), into ``sound_out`` at ``lead_s`` and on, where the picture
-    of ``start_s`` shows: copied, or encoded by way of ``resampler``."""
-    inputs.seek(int((float(origin) + start_s) / stream.time_base), stream=stream, backward=True)
-    shift = int((float(origin) + start_s - lead_s) / stream.time_base)
-    for packet in inputs.demux(stream):
-        if packet.dts is None or packet.pts is None:
-            continue
-        at_s = float(packet.pts * stream.time_base - origin)
-        if at_s < start_s:
-            continue
-        if at_s > end_s:
-            break
-        if resampler is None:
-            packet.pts -= shift
-            packet.dts -= shift
-            packet.stream = sound_out
-            output.mux(packet)
-            continue
-        for frame in packet.decode():
-            for resampled in resampler.resample(frame):
-                resampled.pts = None
-                output.mux(sound_out.encode(resampled))
+def _copy_sound(source, output, sound_out, resampler, start_s: float, end_s: float) -> None:
+    """The sound of ``source`` from ``start_s`` to ``end_s`` (seconds from its first
+    picture), into ``sound_out`` from 0: copied, or encoded by way of ``resampler``."""
+    with _positions(source, start_s, kind="audio") as positions:
+        for inputs, video, stream, packets in positions:
+            origin = float(_origin(video) * video.time_base)
+            shift = int(round((origin + start_s) / stream.time_base))
+            late = None
+            for packet in packets:
+                if packet.stream is not stream or packet.dts is None or packet.pts is None:
+                    continue
+                at_s = float(packet.pts * stream.time_base) - origin
+                if late is None:
+                    late = at_s > start_s + 0.05 and at_s > 0.05
+                    if late:
+                        break                          # landed late: further back
+                if at_s < start_s:
+                    continue
+                if at_s > end_s:
+                    break
+                if resampler is None:
+                    packet.pts -= shift
+                    packet.dts -= shift
+                    packet.stream = sound_out
+                    output.mux(packet)
+                    continue
+                for frame in packet.decode():
+                    for resampled in resampler.resample(frame):
+                        resampled.pts = None
+                        output.mux(sound_out.encode(resampled))
+            if not late:
+                break
     if resampler is not None:
         for resampled in resampler.resample(None):     # what the resampler still holds
             resampled.pts = None
@@ -183,7 +430,8 @@ class ClipSink(Sink):
 
     def __init__(self, folder: Path, name_of: Callable[[int], str], fps: float,
                  pre_roll: int, *, source_file: str | os.PathLike | None = None,
-                 mode: str = CLIP_MODES[0], boxes: bool = False, box_level: float = 0.0):
+                 mode: str = CLIP_MODES[0], boxes: bool = False, box_level: float = 0.0,
+                 report: Callable[[str], None] = None):
         if mode == "copy" and source_file is None:
             raise ValueError("clips are copied from a video file")
         self.folder, self.name_of, self.fps = Path(folder), name_of, fps
@@ -195,6 +443,7 @@ class ClipSink(Sink):
         self._open: tuple[int, VideoWriter] | None = None   # (event number, writer)
         self._starting: tuple[int, int] | None = None        # (event number, first frame)
         self.written: list[Path] = []
+        self.report = report or _warn
 
     def path_of(self, number: int) -> Path | None:
         """Where event ``number``'s clip goes, while it is being written."""
@@ -237,14 +486,56 @@ class ClipSink(Sink):
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         if self.mode == "copy":
-            path = copy_clip(self.source_file, self.folder / self.name_of(event.number),
-                             event.start_time_s, event.end_time_s)
-            self.written.append(path)
-            files["clip"] = str(path)
+            path = self._copied(event)
+            if path is not None:
+                self.written.append(path)
+                files["clip"] = str(path)
         elif self._open is not None and self._open[0] == event.number:
             path = self._close()
             if path is not None:
                 files["clip"] = str(path)
+
+    def _copied(self, event) -> Path | None:
+        """Event ``event``'s clip copied from the file; else (its codecs, its keyframes or
+        its container in the way) encoded from it as encode mode would, with one line on
+        stderr that says why; None, also with one line, when it cannot be made at all. A
+        clip is never what stops a run (a full disk is: the run's results are whole)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / self.name_of(event.number)
+        start_s, end_s = event.start_time_s, event.end_time_s
+        try:
+            clip, left_out = copy_clip(self.source_file, path, start_s, end_s)
+        except Exception as error:
+            if is_disk_error(error):
+                raise
+            why = _why(error)
+        else:
+            self._drop_others(path, keep=clip)
+            if left_out is not None:
+                self.report(f"event {event.number}'s clip '{clip.name}' is copied without "
+                            f"sound: {left_out}")
+            return clip
+        try:
+            clip = encode_clip(self.source_file, path, start_s, end_s, self.fps)
+        except Exception as error:
+            if is_disk_error(error):
+                raise
+            self.report(f"event {event.number}'s clip cannot be copied ({why}) nor encoded "
+                        f"({_why(error)}); it is left out")
+            return None
+        self._drop_others(path, keep=clip)
+        self.report(f"event {event.number}'s clip cannot be copied ({why}); it is encoded "
+                    f"instead")
+        return clip
+
+    @staticmethod
+    def _drop_others(path: Path, keep: Path) -> None:
+        """Another run's clip of this event under another container's name goes: one clip
+        an event, as ``clips.json`` says."""
+        for _, suffix in COPY_CONTAINERS:
+            other = path.with_name(clip_file_name(path.name, suffix))
+            if other != keep:
+                other.unlink(missing_ok=True)
 
     @staticmethod
     def _write(writer: VideoWriter, picture: np.ndarray) -> None:
