@@ -141,3 +141,113 @@ def test_copy_needs_a_video_file(tmp_path):
     assert len(lines) == 1 and "--clip-mode copy" in lines[0] and "not a video file" in lines[0]
     assert not (tmp_path / "out").exists()
     assert not [path for path in tmp_path.iterdir() if path.name.endswith(".partial")]
+
+
+# Containers and codecs a copied clip comes from (issue 51): the file's own picture and sound
+# codecs, made from the walker's 8-18 s (its walker at 3-7 s of it), keyframes 2 s apart so a
+# clip starts at one before its event. (suffix, ffmpeg's options, the encoder it needs)
+COPIED_FROM = {
+    "mkv": ("mkv", ["-c:v", "libx264", "-bf", "2", "-c:a", "aac"], "libx264"),
+    "ts": ("ts", ["-c:v", "libx264", "-bf", "2", "-c:a", "aac", "-f", "mpegts"], "libx264"),
+    "mpg": ("mpg", ["-c:v", "mpeg2video", "-bf", "2", "-c:a", "mp2", "-f", "vob"], "mpeg2video"),
+    "avi-pcm": ("avi", ["-c:v", "mpeg4", "-c:a", "pcm_s16le"], "mpeg4"),
+    "ogv": ("ogv", ["-c:v", "libtheora", "-c:a", "libvorbis"], "libtheora"),
+    "flv": ("flv", ["-c:v", "flv", "-c:a", "aac"], "flv"),
+    "wmv": ("wmv", ["-c:v", "wmv2", "-c:a", "wmav2"], "wmv2"),
+}
+
+
+def encoders() -> str:
+    return subprocess.run([FFMPEG, "-hide_banner", "-encoders"], capture_output=True,
+                          text=True, timeout=60).stdout
+
+
+def decoded(path):
+    """(keyframe, grey picture) of every frame of the file's picture, all decoded (an error
+    fails the test)."""
+    with av.open(str(path)) as container:
+        return [(frame.key_frame, frame.to_ndarray(format="gray").astype(np.int16))
+                for frame in container.decode(video=0)]
+
+
+@pytest.mark.parametrize("kind", sorted(COPIED_FROM))
+def test_copy_from_every_container_makes_every_clip(kind, tmp_path):
+    """``--clip-mode copy`` on Matroska, MPEG-TS, MPEG-PS, AVI with PCM sound, Ogg Theora,
+    FLV and WMV: the run ends well (exit 0), every event has its clip in ``clips.json``, and
+    each clip decodes whole from a keyframe, its first picture one at or before the event's
+    start and its pictures running to the event's end. Before, Matroska, TS and PS stopped
+    the run at the first event ("no keyframe at or before", the seek landing after it), and
+    the others as the MP4 muxer refused their codecs or the AAC encoder their sound. At most
+    one line on stderr for a clip that had to be made otherwise (the source's own warnings
+    aside)."""
+    suffix, options, encoder = COPIED_FROM[kind]
+    if f" {encoder} " not in encoders():
+        pytest.skip(f"this ffmpeg has no {encoder} encoder")
+    source = tmp_path / f"walker.{suffix}"
+    subprocess.run([FFMPEG, "-loglevel", "error", "-ss", "8", "-t", "10",
+                    "-i", str(sample("walker")[0]), "-f", "lavfi",
+                    "-i", "sine=frequency=440:duration=10", "-shortest", "-g", "30",
+                    *options, str(source)], check=True, capture_output=True, timeout=120)
+    folder = tmp_path / "out"
+    done = run_cli("run", source, "-d", folder, "-q", "--no-plot", "--export-clips",
+                   "--clip-mode", "copy")
+    assert done.returncode == 0, done.stderr
+    events = json.loads((folder / "events.json").read_text())["events"]
+    clips = json.loads((folder / "clips.json").read_text())
+    assert events and sorted(clips) == [str(event["number"]) for event in events]
+    lines = [line for line in done.stderr.splitlines() if "ends early" not in line]
+    assert len(lines) <= len(events), done.stderr
+    pictures = [picture for _, picture in decoded(source)]
+    for event in events:
+        clip = folder / clips[str(event["number"])]
+        assert clip.suffix in (".mp4", ".mkv", ".avi")
+        assert clip.stem == f"walker.event{event['number']:03d}"
+        frames = decoded(clip)
+        assert frames and frames[0][0]                       # starts at a keyframe
+        # Where it starts in the source: the frame whose picture its first one is.
+        first = int(np.argmin([np.abs(picture - frames[0][1]).mean() for picture in pictures]))
+        assert first <= event["start_frame"]
+        assert event["start_frame"] - first <= 30              # the nearest keyframe
+        assert first + len(frames) - 1 >= event["end_frame"]
+
+
+def test_a_clip_that_cannot_be_copied_is_encoded_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A clip whose packets cannot be copied is encoded from the file instead (the default
+    mode's clip), with one line saying why; one that cannot be made at all is one line, left
+    out of ``clips.json``, and the run goes on."""
+    from videvent.output import clips as clip_module
+
+    source = tmp_path / "walker.mkv"
+    subprocess.run([FFMPEG, "-loglevel", "error", "-ss", "8", "-t", "10",
+                    "-i", str(sample("walker")[0]), "-f", "lavfi",
+                    "-i", "sine=frequency=440:duration=10", "-shortest", "-g", "30",
+                    "-c:v", "libx264", "-c:a", "aac", str(source)],
+                   check=True, capture_output=True, timeout=120)
+
+    class Event:
+        number, start_time_s, end_time_s = 1, 3.0, 5.0
+
+    def refused(*args):
+        raise clip_module.ClipError("no keyframe at or before 3.000 s")
+
+    said = []
+    sink = clip_module.ClipSink(tmp_path / "out", lambda n: f"walker.event{n:03d}.mp4", 15.0,
+                                0, source_file=source, mode="copy", report=said.append)
+    monkeypatch.setattr(clip_module, "copy_clip", refused)
+    files = {}
+    sink.on_event_end(Event, files)
+    clip = tmp_path / "out" / "walker.event001.mp4"
+    assert files == {"clip": str(clip)} and len(said) == 1
+    assert "cannot be copied (no keyframe at or before 3.000 s)" in said[0]
+    assert "encoded instead" in said[0]
+    frames = decoded(clip)
+    assert frames[0][0] and abs(len(frames) - 2.0 * 15) <= 2
+    assert [name for name, _ in streams(clip)["audio"]] == ["aac"]
+
+    monkeypatch.setattr(clip_module, "encode_clip", refused)
+    clip.unlink()
+    files, said[:] = {}, []
+    sink.on_event_end(Event, files)
+    assert files == {} and len(said) == 1 and "left out" in said[0]
+    clip_module.write_clip_index(tmp_path / "out", {1: "walker.event001.mp4"})
+    assert json.loads((tmp_path / "out" / "clips.json").read_text()) == {}
