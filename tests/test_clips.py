@@ -154,6 +154,12 @@ COPIED_FROM = {
     "ogv": ("ogv", ["-c:v", "libtheora", "-c:a", "libvorbis"], "libtheora"),
     "flv": ("flv", ["-c:v", "flv", "-c:a", "aac"], "flv"),
     "wmv": ("wmv", ["-c:v", "wmv2", "-c:a", "wmav2"], "wmv2"),
+    # H.264 whose keyframes need what is around them: an open GOP's pictures shown before
+    # its I-frame, and intra refresh, whose keyframes after the first are not whole.
+    "open-gop": ("mkv", ["-c:v", "libx264", "-bf", "2", "-x264-params", "open-gop=1",
+                         "-c:a", "aac"], "libx264"),
+    "intra-refresh": ("mp4", ["-c:v", "libx264", "-bf", "0", "-x264-params", "intra-refresh=1",
+                              "-c:a", "aac"], "libx264"),
 }
 
 
@@ -173,7 +179,7 @@ def decoded(path):
 @pytest.mark.parametrize("kind", sorted(COPIED_FROM))
 def test_copy_from_every_container_makes_every_clip(kind, tmp_path):
     """``--clip-mode copy`` on Matroska, MPEG-TS, MPEG-PS, AVI with PCM sound, Ogg Theora,
-    FLV and WMV: the run ends well (exit 0), every event has its clip in ``clips.json``, and
+    FLV, WMV, and H.264 with open GOPs or intra refresh: the run ends well (exit 0), every event has its clip in ``clips.json``, and
     each clip decodes whole from a keyframe, its first picture one at or before the event's
     start and its pictures running to the event's end. Before, Matroska, TS and PS stopped
     the run at the first event ("no keyframe at or before", the seek landing after it), and

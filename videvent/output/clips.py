@@ -6,7 +6,10 @@ they are written in the same pass as the scores. Files appear only when complete
 A clip is made in one of ``CLIP_MODES``, as DVR-Scan's ``-m``: ``encode`` encodes the frames
 the pass decoded (with boxes on request) and adds the source file's sound for the same time;
 ``copy`` copies the source file's packets, picture and sound, from the keyframe at or before
-the clip's start (no decoding, no loss, and fast), when the event ends.
+the clip's start (no decoding, no loss, and fast), when the event ends: into an MP4 when it
+holds the codecs, else a Matroska or AVI file of the template's name with ``.mkv`` or
+``.avi``. A clip that cannot be copied is encoded from the file instead, and one that cannot
+be made at all is left out, each with one line on stderr: a clip never stops a run.
 """
 
 from __future__ import annotations
@@ -160,11 +163,12 @@ def _positions(source, at_s: float, kind: str = "video"):
 
 
 def _keyframe_at_or_before(source, start_s: float) -> tuple[int, int]:
-    """(pts, dts) of the source's last picture keyframe shown at or before ``start_s``."""
+    """(pts, dts) of the source's last picture keyframe shown at or before ``start_s``,
+    which decodes on its own (ClipError: none does)."""
     with _positions(source, start_s) as positions:
         for inputs, video, _, packets in positions:
             origin, base = _origin(video), video.time_base
-            found = None
+            found, following = None, []
             for packet in packets:
                 if packet.stream is not video or packet.dts is None:
                     continue
@@ -172,10 +176,30 @@ def _keyframe_at_or_before(source, start_s: float) -> tuple[int, int]:
                     break           # decoded after the start: so is every keyframe after it
                 if packet.is_keyframe and packet.pts is not None \
                         and float((packet.pts - origin) * base) <= start_s + 1e-6:
-                    found = (packet.pts, packet.dts)
+                    found, following = (packet.pts, packet.dts), [packet]
+                elif found is not None:
+                    following.append(packet)
             if found is not None:
+                if not _decodes_alone(video, found[0], following):
+                    raise ClipError(f"its keyframe at "
+                                    f"{float((found[0] - origin) * base):.3f} s does not "
+                                    f"decode on its own (an intra-refresh stream?)")
                 return found
     raise ClipError(f"no keyframe at or before {start_s:.3f} s")
+
+
+def _decodes_alone(video, key_pts: int, packets) -> bool:
+    """Whether the keyframe ``packets[0]`` is the first picture a decoder given ``packets``
+    from it shows (a keyframe of an intra-refresh stream, which needs the pictures after it
+    to be whole, is not shown)."""
+    decoder = video.codec_context
+    try:
+        for packet in [*packets, None]:
+            for frame in decoder.decode(packet):
+                return bool(frame.key_frame) and frame.pts in (None, key_pts)
+    except av.error.FFmpegError:
+        return False
+    return False
 
 
 def _copy_into(source, target: Path, container_format: str, with_sound: bool,
@@ -254,9 +278,10 @@ def copy_clip(source: str | os.PathLike, path: Path, start_s: float,
     """The source file's picture and sound from the keyframe at or before ``start_s`` to
     ``end_s`` (seconds from its first picture, as ``Frame.time_s``), copied packet by packet;
     written whole (temporary name, renamed). Into the MP4 ``path`` when an MP4 holds the
-    codecs, else into a Matroska file of the same name with ``.mkv`` (``matroska_name``), its
-    sound left out if even that cannot hold it. Returns the clip's path and what was left
-    out (None: nothing); ClipError (or the muxer's error) when it cannot be copied."""
+    codecs, else into the first of ``COPY_CONTAINERS`` that does, named as ``path`` with its
+    suffix (``clip_file_name``), its sound left out if none holds it with the picture.
+    Returns the clip's path and what was left out (None: nothing); ClipError (or the
+    muxer's error) when it cannot be copied."""
     with av.open(os.fspath(source)) as probe:
         if not probe.streams.video:
             raise ClipError("the file has no picture")
