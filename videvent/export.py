@@ -107,7 +107,8 @@ def export(result_dir: str | os.PathLike, *, video: str | os.PathLike | None | b
     if clips and clip_folder == folder:
         write_clip_index(folder, {event.number: clip_name(clip_template, source.name,
                                                           event.number)
-                                  for event in session.events})
+                                  for event in session.events},
+                         [path for sink in sinks for path in sink.written])
     return [path for sink in sinks for path in sink.written]
 
 

@@ -168,7 +168,7 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
         if clips:
             write_clip_index(staging, {event.number: clip_name(clip_template, source.name,
                                                                event.number)
-                                       for event in result.events})
+                                       for event in result.events}, written)
         if plot:
             from .output.report import write_plot, write_report  # matplotlib: when drawing
 

@@ -46,17 +46,21 @@ _LAYOUTS = {1: "mono", 2: "stereo", 3: "2.1", 4: "4.0", 5: "5.0", 6: "5.1", 7: "
             8: "7.1"}
 
 
-def write_clip_index(folder: Path, names: dict[int, str]) -> None:
+def write_clip_index(folder: Path, names: dict[int, str],
+                     written: list[Path] | None = None) -> None:
     """``clips.json``: which clip is which event's, for the report's links (the clip names
-    come from the user's template; a clip copied into Matroska has its ``.mkv`` name); only
-    the clips that exist."""
+    come from the user's template; a clip copied into Matroska or AVI has that ending instead
+    of ``.mp4``); only the clips that exist. ``written``: the clips this pass wrote, which
+    name each event's clip over one another run left under another ending (nothing of an
+    earlier run is removed)."""
+    made = {path.name for path in written or ()}
     found = {}
     for n, name in names.items():
-        for candidate in (name, *(clip_file_name(name, suffix)
-                                  for _, suffix in COPY_CONTAINERS[1:])):
-            if (folder / candidate).is_file():
-                found[str(n)] = candidate
-                break
+        candidates = [name, *(clip_file_name(name, suffix) for _, suffix in COPY_CONTAINERS[1:])]
+        present = [c for c in candidates if (folder / c).is_file()]
+        chosen = next((c for c in present if c in made), present[0] if present else None)
+        if chosen is not None:
+            found[str(n)] = chosen
     write_text_atomically(folder / CLIPS_NAME, json.dumps(found))
 
 
@@ -535,7 +539,6 @@ class ClipSink(Sink):
                 raise
             why = _why(error)
         else:
-            self._drop_others(path, keep=clip)
             if left_out is not None:
                 self.report(f"event {event.number}'s clip '{clip.name}' is copied without "
                             f"sound: {left_out}")
@@ -548,19 +551,9 @@ class ClipSink(Sink):
             self.report(f"event {event.number}'s clip cannot be copied ({why}) nor encoded "
                         f"({_why(error)}); it is left out")
             return None
-        self._drop_others(path, keep=clip)
         self.report(f"event {event.number}'s clip cannot be copied ({why}); it is encoded "
                     f"instead")
         return clip
-
-    @staticmethod
-    def _drop_others(path: Path, keep: Path) -> None:
-        """Another run's clip of this event under another container's name goes: one clip
-        an event, as ``clips.json`` says."""
-        for _, suffix in COPY_CONTAINERS:
-            other = path.with_name(clip_file_name(path.name, suffix))
-            if other != keep:
-                other.unlink(missing_ok=True)
 
     @staticmethod
     def _write(writer: VideoWriter, picture: np.ndarray) -> None:
