@@ -27,6 +27,13 @@ Bound to any other address, a token is required (one is generated when none is g
 makes: no cookie, which would reach every service on the host) or an
 ``Authorization: Bearer <token>`` header; the page's script and style (``/static/``) are
 served without it. Missing: 401; wrong: 403.
+
+Connections (`connections.ConnectionLimits`): capped in all and per client address, with a
+request timeout; a connection whose request passed the token check is *authenticated*: never
+evicted, and a quarter of the cap is kept for such connections. Past a cap, the longest idle
+connection that is not authenticated (waiting for a request, half-sent ones first in the order
+they came) is closed to make room, so half-sent requests reopened without end cannot keep a
+client with the token out.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from pathlib import Path
 from aiohttp import web
 
 from .camera import MEDIA_KINDS, CameraState, DashboardSink
-from .connections import ConnectionLimits
+from .connections import UNAUTHENTICATED_SHARE, ConnectionLimits
 from ..regions import RegionError, check_region, load_region_file, parse_polygon
 from ..regions import save_region_file
 
@@ -158,7 +165,10 @@ class Dashboard:
         self._ticker: asyncio.Task | None = None
         self._closing = False
         self._page = (STATIC_DIR / "index.html").read_text()
-        self.limits = ConnectionLimits()
+        # With a token, a quarter of the connections is kept for those that showed it, and
+        # idle connections that did not are closed to make room (see connections.py).
+        self.limits = ConnectionLimits(
+            unauthenticated_share=UNAUTHENTICATED_SHARE if self.token else 1.0)
 
     # -- the session side ------------------------------------------------------------------
 
@@ -296,6 +306,7 @@ class Dashboard:
         if not secrets.compare_digest(given.encode("utf-8", "replace"),
                                       self.token.encode()):
             return _refuse(403, "wrong token")
+        self.limits.authenticated(request)
         return await handler(request)
 
     def _camera(self, request: web.Request) -> CameraState:
