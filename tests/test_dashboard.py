@@ -447,9 +447,9 @@ def test_requests_too_long_for_the_parser_are_a_400_and_one_line_without_the_tok
 
 def test_half_sent_requests_and_a_flood_of_connections_never_take_the_server(capfd):
     """Clients that open connections and send half a request (slowloris) are capped per
-    client (past the cap the longest idle one is closed) and closed once their request is late; a stream under way is never cut; the
-    server answers again as soon as they are gone, and a token check on bytes that are not
-    UTF-8 is a refusal, not a traceback."""
+    client (past the cap the longest idle one is closed) and closed once their request is
+    late; a stream under way is never cut; the server answers again as soon as they are
+    gone, and a token check on bytes that are not UTF-8 is a refusal, not a traceback."""
     import socket
 
     dashboard = Dashboard(token="s3cret-token")
@@ -568,6 +568,9 @@ def test_half_sent_requests_from_many_addresses_never_keep_the_token_holder_out(
 
     dashboard = Dashboard(token=token)
     limits = dashboard.limits
+    # The defaults: with a token, 192 of the 256 for connections that have not shown it.
+    assert (limits.max_connections, limits.max_per_client) == (256, 64)
+    assert limits.max_unauthenticated == (192 if token else 256)
     limits.max_connections, limits.max_per_client = 64, 16
     base = dashboard.start().split("?")[0]
     url = base + "api/cameras" + (f"?token={token}" if token else "")
@@ -579,7 +582,7 @@ def test_half_sent_requests_from_many_addresses_never_keep_the_token_holder_out(
         # The attacker at the caps: it has had 100 of its connections closed.
         ready, _, _ = select.select([attacker.stdout], [], [], 60)
         assert ready and attacker.stdout.readline() == "full\n", "the attacker never filled"
-        assert limits.open_connections >= 48
+        assert limits.open_connections >= limits.max_unauthenticated - 8    # 48 or 64
         for _ in range(20):
             try:
                 answered.append(status_of(url))

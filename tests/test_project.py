@@ -243,6 +243,8 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
     flat = " ".join(guarantees.split())
     assert f"at most {connections.MAX_CONNECTIONS} connections in all" in flat
     assert f"{connections.MAX_PER_CLIENT} from one client address" in flat
+    unauthenticated = int(connections.MAX_CONNECTIONS * connections.UNAUTHENTICATED_SHARE)
+    assert f"hold at most {unauthenticated} of the {connections.MAX_CONNECTIONS}" in flat
     assert f"within {connections.REQUEST_TIMEOUT_S:g} s" in flat
     assert f"at most {server.MAX_REGION_BODY // 1024} KiB" in flat
     assert f"3 to {MAX_POINTS:,}".replace(",", " ") + " points" in flat

@@ -11,23 +11,29 @@ inside a handler (a page's event stream, an MJPEG stream) is never cut.
 Caps alone let anyone who reaches the server hold it: half-sent requests reopened as soon as
 they are closed, from a few addresses, keep every slot taken, and a client with the token is
 refused at accept like the rest (at accept nobody can tell who carries a token). So a cap is
-met by eviction, not only by refusal. The *idle* connections are those waiting for a request:
-opened, or answered, and since then without a complete request head, not inside a handler,
-and not *authenticated* (a request of theirs passed the token check: ``authenticated``). A
-new connection past its address's cap closes the oldest idle connection of that address;
-past the cap in all, or past the share of it the unauthenticated may hold
-(``unauthenticated_share``, 3/4 when a token is required: the last quarter only for
-connections that showed the token), it closes the oldest idle one of any address. Only when
-there is none to close is the new connection refused. A flood of half requests thus only
-evicts itself, in the order it came, and a client that sends its request at once (as every
-browser and the page do) is answered before hundreds of later connections could push it out;
-once its token is checked it is never evicted, and the reserve keeps room for its connections
-however many strangers connect. Without a token (a loopback dashboard, open) the share is all
-connections and the same eviction keeps half requests from holding them.
+met by eviction before refusal. The *idle* connections are those waiting for a request
+(opened, or answered, and since then without a whole request head), not inside a handler
+and not *authenticated* (a request of theirs passed the token check: ``authenticated``); a
+*half request* is an idle one that has sent part of a head. A new connection past its
+address's cap closes the longest idle connection of that address; past the cap in all, or
+past the share of it the unauthenticated may hold (``unauthenticated_share``: 3/4 when a
+token is required, the last quarter kept for connections that showed it), it closes one of
+the address that has the most idle connections: its longest idle half request, else its
+longest idle connection. Only when no connection is idle is the new one refused (and one
+whose head came over PENDING_S ago without reaching its handler counts as idle again).
+
+So a flood of half requests evicts itself: a new connection is newer than all of them, it is
+not a half request once its request has come (a browser and the page send it at once), and
+an address of its own is not the one with the most idle connections; once its token is
+checked it is never evicted, and the reserve keeps room for such connections however many
+strangers connect. Without a token (a loopback dashboard, open) the share is all connections
+and the same eviction keeps half requests from holding them. Left: many addresses that each
+open connections sending nothing, faster than a new connection's request is read, could
+still push it out; and behind a reverse proxy every client is one address.
 
 A shorter request timeout under pressure was weighed and not taken: it frees slots by the
-clock rather than when one is needed, cuts slow but honest clients, and an attacker that
-reopens faster than it still holds the slots between two expiries.
+clock rather than when one is needed, cuts slow but honest clients, and a client that
+reopens at once holds the slots again between two expiries.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ from collections import Counter, OrderedDict
 from aiohttp import web
 
 # Each open page uses a handful (the page, its event stream, pictures, a clip); a household's
-# screens stay far below. Past them a connection is closed as soon as it is accepted.
+# screens stay far below. Past them an idle connection is closed to make room, or (none idle)
+# the new one as soon as it is accepted.
 MAX_CONNECTIONS = 256
 MAX_PER_CLIENT = 64
 # A request's line and headers must have come within this of the connection opening (or of

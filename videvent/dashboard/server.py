@@ -30,10 +30,10 @@ served without it. Missing: 401; wrong: 403.
 
 Connections (`connections.ConnectionLimits`): capped in all and per client address, with a
 request timeout; a connection whose request passed the token check is *authenticated*: never
-evicted, and a quarter of the cap is kept for such connections. Past a cap, the longest idle
-connection that is not authenticated (waiting for a request, half-sent ones first in the order
-they came) is closed to make room, so half-sent requests reopened without end cannot keep a
-client with the token out.
+evicted, and a quarter of the cap is kept for such connections. Past a cap, an idle
+connection that is not authenticated (waiting for a request; half-sent ones first, of the
+address holding the most, the longest idle first) is closed to make room, so half-sent
+requests reopened without end cannot keep a client with the token out.
 """
 
 from __future__ import annotations
