@@ -602,6 +602,55 @@ def test_half_sent_requests_from_many_addresses_never_keep_the_token_holder_out(
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_connections_that_showed_the_token_are_never_evicted_and_keep_their_quarter(capfd):
+    """Issue 51: with a token, connections that have not shown it hold at most 3/4 of the cap;
+    past it each new one closes the longest idle of them, never a connection whose request
+    passed the token check (kept alive between requests, it answers the next one)."""
+    import http.client
+    import socket
+
+    token = "s3cret-token"
+    dashboard = Dashboard(token=token)
+    limits = dashboard.limits
+    limits.max_connections = 16                            # 12 for those without the token
+    dashboard.start()
+    port = dashboard.port
+    path = f"/api/cameras?token={token}"
+    kept = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(4)]
+    half = []
+    try:
+        for connection in kept:
+            connection.request("GET", path)
+            assert connection.getresponse().read() and connection.sock is not None
+        sockets = [connection.sock for connection in kept]
+        for _ in range(30):
+            stranger = socket.socket()
+            stranger.settimeout(10)
+            stranger.bind(("127.0.0.2", 0))
+            stranger.connect(("127.0.0.1", port))
+            stranger.sendall(b"GET / HTTP/1.1\r\n")          # and nothing more
+            half.append(stranger)
+        deadline = time.monotonic() + 30
+        while limits.evicted_ < 18:                            # 12 held, 18 made room
+            assert time.monotonic() < deadline, limits.evicted_
+            time.sleep(0.05)
+        assert limits.refused_ == 0 and limits.open_connections == 16
+        assert limits.authenticated_connections == 4
+        for connection, sock in zip(kept, sockets):            # the same connections answer
+            connection.request("GET", path)
+            response = connection.getresponse()
+            assert response.status == 200 and response.read()
+            assert connection.sock is sock
+        assert status_of(f"http://127.0.0.1:{port}{path}") == 200     # and a new one gets in
+    finally:
+        for connection in kept:
+            connection.close()
+        for stranger in half:
+            stranger.close()
+        dashboard.stop()
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
     """A camera number thousands of digits long, JSON nested 100 000 deep or too big, and a
     cookie that is not UTF-8: each is refused with a 4xx and nothing is printed."""
