@@ -666,3 +666,32 @@ def test_a_lasting_shadow_passes_by_default_and_is_an_event_when_the_config_file
     document = json.loads((tmp_path / "plain" / "events.json").read_text())
     assert document["settings"]["light_invariant"] is False
     assert document["events"][0]["core_start_frame"] <= 95   # the shadow is an event
+
+
+@pytest.mark.parametrize("encoding, frames_kept", [
+    # H.264 of the two fields interleaved into one frame (half the frames), and MPEG-2 coded
+    # as interlaced, top field first: as interlaced cameras and DVR recordings are.
+    (["-vf", "tinterlace=interleave_top", "-c:v", "libx264", "-flags", "+ilme+ildct",
+      "-x264opts", "tff=1"], 0.5),
+    (["-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-top", "1", "-q:v", "4"], 1.0),
+])
+def test_interlaced_video_gives_the_same_events_with_and_without_the_start_reference(
+        tmp_path, encoding, frames_kept):
+    """FFmpeg scales an interlaced picture field by field: the start reference's frames,
+    spread over the file, must be scaled as the pass's are, or the reference finds every frame
+    of the pass unusual (one event from the first frame to the last)."""
+    clip, truth = sample("walker")
+    video = tmp_path / ("walker.mp4" if frames_kept < 1 else "walker.mpg")
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(clip), *encoding, str(video)],
+                   check=True, timeout=120)
+    events = []
+    for options in ((), ("--no-start-reference",)):
+        out = tmp_path / f"result{len(options)}"
+        result = run_cli("run", video, "-d", out, "-q", "--no-plot", *options)
+        assert result.returncode == 0, result.stderr
+        events.append([(e["start_frame"], e["end_frame"])
+                       for e in json.loads((out / "events.json").read_text())["events"]])
+    assert events[0] == events[1]
+    (first, last), = truth["event_frames"]
+    (start, end), = events[0]            # the walker, and nothing else
+    assert start <= last * frames_kept and end >= first * frames_kept

@@ -120,11 +120,12 @@ def seeds(run: Pass) -> bool:
 def seed_sample(run: Pass) -> list[np.ndarray]:
     """The working vectors of a window of frames spread over the whole source, which seed a
     pass (``seed_detector``)."""
-    # Decoded at the source's size and scaled by the preprocessing, as they were before the
-    # pass's frames came scaled from the decoder (``decode_size``): a window of frames, whose
-    # scaling costs nothing, and a seed that stays what it was.
+    # Their pictures are made as the pass's are (scaled by the decoder to ``decode_size``): a
+    # start reference judges the pass's first frames against them, and another scaler's
+    # pictures differ from the pass's (by 1.6 grey levels a pixel on interlaced video, which
+    # FFmpeg scales field by field), which the reference took for an event.
     return [decoded.vector for decoded in working_frames(run, run.source.sample(
-        run.detector.model.window)) if decoded.vector is not None]
+        run.detector.model.window, size=run.decode_size)) if decoded.vector is not None]
 
 
 def working_frames(run: Pass, frames: Iterable[Frame | SourceNews]

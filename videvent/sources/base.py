@@ -121,10 +121,11 @@ class FrameSource(ABC):
     # a frame (a video decodes from the keyframe before the place), a few per seek.
     sample_run = 4
 
-    def sample(self, count: int) -> Iterator[Frame]:
+    def sample(self, count: int, *, size: tuple[int, int] | None = None) -> Iterator[Frame]:
         """About ``count`` frames spread evenly over a source of known length (for seeding a
         model with the whole video's look): single frames where reading any frame costs the
         same, else runs of ``sample_run`` consecutive frames at ``count // sample_run`` places.
+        ``size``: as for ``frames``, so that the sample's pictures are made as a pass's are.
 
         Backends that seek cheaply only to keyframes start each run at the keyframe before
         its place. Yields nothing for live sources or sources of unknown length.
@@ -135,7 +136,8 @@ class FrameSource(ABC):
         for start in spread(self.frame_count, max(1, count // self.sample_run)):
             if start <= seen:
                 continue
-            for frame in self.frames(start, min(start + self.sample_run, self.frame_count)):
+            for frame in self.frames(start, min(start + self.sample_run, self.frame_count),
+                                     size=size):
                 seen = frame.index
                 yield frame
 

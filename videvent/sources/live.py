@@ -78,9 +78,9 @@ class LiveSource(FrameSource):
         # waits for the detector instead of losing frames.
         self.paced = source.is_live or realtime
 
-    def sample(self, count: int) -> Iterator[Frame]:
+    def sample(self, count: int, *, size: tuple[int, int] | None = None) -> Iterator[Frame]:
         """The first source's sample (a file watched is seeded as ``run`` seeds it)."""
-        return self._source.sample(count)
+        return self._source.sample(count, size=size)
 
     def frames(self, start: int = 0, end: int | None = None, *,
                size: tuple[int, int] | None = None) -> Iterator[Frame | SourceNews]:

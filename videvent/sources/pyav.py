@@ -97,7 +97,7 @@ class PyAVSource(FrameSource):
         self._check_pass(start, end)
         return self._frames(start, end, size)
 
-    def sample(self, count: int) -> Iterator[Frame]:
+    def sample(self, count: int, *, size: tuple[int, int] | None = None) -> Iterator[Frame]:
         if self.read_once:
             return
         # A small file is read once, in order: it costs less than it takes to decode, and its
@@ -110,7 +110,7 @@ class PyAVSource(FrameSource):
             return
         if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS:
             wanted = set(spread(self.frame_count, count))
-            yield from (frame for frame in self._frames(0, max(wanted) + 1, None)
+            yield from (frame for frame in self._frames(0, max(wanted) + 1, size)
                         if frame.index in wanted)
             return
         container = self._open()
@@ -131,7 +131,7 @@ class PyAVSource(FrameSource):
                     if index > seen and frame is not None:
                         seen = index
                         # (the seeding sample is never shown: no colour picture kept)
-                        yield self._frame(index, pts, frame, reformatter, None, keep=False)
+                        yield self._frame(index, pts, frame, reformatter, size, keep=False)
                     index += 1
         finally:
             container.close()
