@@ -3,7 +3,9 @@ retained status and snapshot, and a broker that dies and comes back while the si
 holds up its caller; what never reached the broker is counted in each session's
 events.json; over TLS (issue 28), with a private certificate authority made by openssl for
 the test: trusted with --mqtt-ca, and refused when it is not the broker's; Home Assistant's
-discovery, motion state and score, and events whose pictures the dashboard serves (issue 29)."""
+discovery, motion state and score, and events whose pictures the dashboard serves (issue 29);
+a broker frozen with SIGSTOP while a watch publishes: what it never acknowledged is sent again
+once it answers, or counted undelivered (issue 51)."""
 
 import contextlib
 import getpass
@@ -11,6 +13,7 @@ import os
 import json
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -781,3 +784,153 @@ def test_a_watch_serving_its_dashboard_gives_home_assistant_urls_of_its_pictures
         watch.stderr.close()
         camera.stop()
         subscriber.close()
+
+
+class Lines:
+    """A process's stderr, its lines collected on a thread as they come."""
+
+    def __init__(self, stream):
+        self.lines: list[str] = []
+        self.came = threading.Condition()
+        self._reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self.came:
+                self.lines.append(line.rstrip("\n"))
+                self.came.notify_all()
+
+    def wait_for(self, text, timeout):
+        """The first line holding ``text``, once it is there (``timeout`` at most)."""
+        deadline = time.monotonic() + timeout
+        with self.came:
+            while True:
+                for line in self.lines:
+                    if text in line:
+                        return line
+                left = deadline - time.monotonic()
+                assert left > 0, f"no line with {text!r} on stderr: {self.lines}"
+                self.came.wait(left)
+
+    def text(self):
+        self._reader.join(timeout=PATIENCE_S)
+        with self.came:
+            return "\n".join(self.lines)
+
+
+def watch_a_stream_and_freeze_the_broker(broker, tmp_path, duration, while_frozen):
+    """``videvent watch STREAM --mqtt`` to ``broker``, a subscriber on it: once the first
+    event's "new" message has arrived, the broker is frozen (SIGSTOP: it keeps its connections
+    and answers nothing), and ``while_frozen(broker, errors, subscriber)`` runs; it may thaw
+    it (``broker.thaw()``). Whatever happens, the broker is thawed and stopped, and the watch
+    and the camera stopped. (The watch's exit code, its stderr, the subscriber's events.)"""
+    broker.start()
+    subscriber = Subscriber(broker.port, session="frozen-broker-subscriber")
+    camera = Stream(loop=True)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "videvent", "watch", camera.url, "-d", tmp_path / "live",
+         "--mqtt", f"127.0.0.1:{broker.port}", "-dt", duration, "-q", "--no-plot"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    errors = Lines(watch.stderr)
+    frozen = []
+
+    def thaw():
+        if frozen:
+            os.kill(broker.process.pid, signal.SIGCONT)
+            frozen.clear()
+
+    broker.thaw = thaw
+    try:
+        subscriber.wait_until_subscribed()
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "new")
+        os.kill(broker.process.pid, signal.SIGSTOP)
+        frozen.append(True)
+        while_frozen(broker, errors, subscriber)
+        code = watch.wait(timeout=180)
+    finally:
+        thaw()
+        if watch.poll() is None:
+            watch.kill()
+            watch.wait()
+        camera.stop()
+        subscriber.close()
+        broker.stop()
+    stderr = errors.text()
+    watch.stderr.close()
+    return code, stderr, subscriber
+
+
+@needs_broker
+@pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed")
+@pytest.mark.timeout(300)
+def test_what_a_frozen_broker_never_acknowledged_is_sent_again_once_it_answers(broker,
+                                                                               tmp_path):
+    """The broker stops answering without closing the connection (frozen with SIGSTOP, as a
+    host gone or a network cut): the watch says so when paho notices (its keepalive), and
+    once the broker answers again the event messages written to it meanwhile, never
+    acknowledged, arrive; none is recorded undelivered."""
+    def while_frozen(broker, errors, subscriber):
+        errors.wait_for(f"MQTT broker 127.0.0.1:{broker.port}: stopped answering", 90)
+        broker.thaw()
+        subscriber.wait_for("videvent/events", lambda p: json.loads(p)["type"] == "end")
+
+    code, stderr, subscriber = watch_a_stream_and_freeze_the_broker(broker, tmp_path, "45s",
+                                                                    while_frozen)
+    assert code == 0, stderr
+    assert "never reached the broker" not in stderr
+    # Every event that began ended, on the broker (QoS 1: a message may come twice).
+    events = subscriber.events()
+    started = {event["after"]["id"] for event in events if event["type"] == "new"}
+    ended = {event["after"]["id"] for event in events if event["type"] == "end"}
+    assert started and started == ended, events
+    assert json.loads((tmp_path / "live" / "events.json").read_text())[LOST_KEY] == 0
+
+
+@needs_broker
+@pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed")
+@pytest.mark.timeout(300)
+def test_what_a_broker_frozen_to_the_end_never_acknowledged_is_counted_undelivered(broker,
+                                                                                  tmp_path):
+    """The broker is frozen from the first event's start to the end of the watch: the event
+    messages written to it (at least the event's "end") were never acknowledged, so never
+    delivered: the watch says how many and events.json records them."""
+    code, stderr, subscriber = watch_a_stream_and_freeze_the_broker(
+        broker, tmp_path, "15s", lambda broker, errors, subscriber: None)
+    assert code == 0, stderr
+    said = re.search(r"MQTT: (\d+) event messages? never reached the broker", stderr)
+    assert said and int(said.group(1)) >= 1, stderr
+    assert json.loads((tmp_path / "live" / "events.json").read_text())[LOST_KEY] == int(
+        said.group(1))
+
+
+@needs_broker
+@needs_openssl
+def test_a_peer_that_takes_the_connection_and_never_answers_is_said_when_found(tmp_path):
+    """A peer that accepts the TCP connection and never answers MQTT's CONNECT, and plain
+    MQTT to a broker's TLS port, are each said once, while it goes on (not at the end)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)                               # the kernel takes connections; nothing reads
+    port = silent.getsockname()[1]
+
+    def first_line(port, lines):
+        publisher = MqttPublisher("127.0.0.1", port, keepalive=1, report=lines.append)
+        try:
+            deadline = time.monotonic() + PATIENCE_S
+            while not lines:
+                assert time.monotonic() < deadline, "the silent peer was never said"
+                time.sleep(0.05)
+            assert not publisher.connected
+        finally:
+            publisher.close(timeout=0)
+        return lines[0]
+
+    try:
+        assert first_line(port, []) == (
+            f"MQTT broker 127.0.0.1:{port}: took the connection but never answered as an MQTT "
+            f"broker (is it a TLS port, for mqtts://?); trying again")
+    finally:
+        silent.close()
+    with tls_broker_and_subscriber(tmp_path) as (authority, broker, subscriber):
+        assert "never answered as an MQTT broker" in first_line(broker.port, [])

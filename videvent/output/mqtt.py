@@ -57,9 +57,16 @@ own to hand them to paho-mqtt while connected; paho's own thread connects, recon
 back-off, and sends. Events wait in a queue of their own (``EVENT_QUEUE_LENGTH`` messages, a
 hundred minute-long events), in order; every other topic holds a value that the next one replaces (a status,
 a snapshot, the stats), so only its latest waits, and a broker away for long never costs an
-event its place to stats. The event messages that never reach the broker (pushed out of the
-full queue, or still waiting when the connection closes) are counted, in all and for each
-camera, and the watch says so when it ends. The retained messages are sent again after every
+event its place to stats. An event message is delivered once the broker acknowledged it (QoS
+1: its PUBACK), not when paho took it: a broker that stops answering without closing the
+connection (frozen, its host gone, the network cut) leaves what was written to it
+unacknowledged. That is taken back when the connection is made again and sent again first, in
+order; at most ``IN_FLIGHT`` messages are handed to paho unacknowledged, the rest wait here.
+The event messages that never reach the broker (pushed out of the full queue, still waiting,
+or not acknowledged when the connection closes) are counted, in all and for each camera, and
+the watch says so when it ends. A broker that stops answering, or a peer that takes the
+connection and never answers as a broker (plain MQTT to a TLS port), is said when it is found,
+as one that cannot be reached is. The retained messages are sent again after every
 reconnection, so a broker that restarted without persistence has them back.
 """
 
@@ -92,7 +99,12 @@ MOTION_ON, MOTION_OFF = "ON", "OFF"      # Home Assistant's binary_sensor defaul
 # Statuses in which a camera is offline (``connected``, ``back``: it is online).
 UNAVAILABLE_STATUSES = ("lost", "stalled", "finished")
 EVENT_QUEUE_LENGTH = 10_000              # event messages waiting for the broker, at most
-KEEPALIVE_S = 30
+# How long a broker that stopped answering goes unnoticed (paho closes the connection one to
+# two keepalives after it last heard from it), and how long a peer that takes the connection
+# has to answer: the event messages written to it meanwhile wait unacknowledged. It costs a
+# 2-byte PINGREQ only when nothing else was sent for that long.
+KEEPALIVE_S = 10
+IN_FLIGHT = 20                           # messages handed to paho, not yet acknowledged, at most
 RECONNECT_DELAY_S = (1, 10)              # paho's back-off: first and longest wait
 UPDATE_EVERY_S = 1.0                     # at most one "update" a second per event
 SNAPSHOT_JPEG_QUALITY = 85
@@ -202,8 +214,9 @@ class MqttPublisher:
 
     ``publish`` only queues (``ordered``: in the events' queue, else as the topic's latest
     value); a thread sends while connected. ``dropped`` counts the event messages the full
-    queue pushed out (or paho refused); at ``close``, ``undelivered`` those still waiting, and
-    ``never_delivered`` both, for each camera.
+    queue pushed out (or paho refused); at ``close``, ``undelivered`` those the broker never
+    acknowledged (still waiting, or sent and unanswered), and ``never_delivered`` both, for
+    each camera.
     """
 
     def __init__(self, host: str, port: int = DEFAULT_PORT, *, prefix: str = DEFAULT_PREFIX,
@@ -235,9 +248,17 @@ class MqttPublisher:
         self._latest: dict[str, tuple[Payload, bool]] = {}   # topic -> its value waiting
         self._retained: dict[str, Payload] = {}       # sent again after every reconnection
         self._wake = threading.Condition()
+        # Held while a message is handed to paho and recorded in flight, and while what paho
+        # holds is taken back at a reconnection: neither misses what the other does.
+        self._handing = threading.Lock()
+        # mid -> (its paho info, the message, whether an event): handed to paho and not yet
+        # acknowledged by the broker, in the order sent.
+        self._in_flight: dict[int, tuple[paho.MQTTMessageInfo, _Waiting, bool]] = {}
+        self._acknowledged_early: set[int] = set()    # acks that came before their record
         self._connected = False
+        self._answered = False                    # the peer answered this connection's CONNECT
         self._closing = False
-        self._last_sent: paho.MQTTMessageInfo | None = None
+        self._stopping = False                    # close: the sender stops even if it could send
         self._client = paho.Client(paho.CallbackAPIVersion.VERSION2,
                                    client_id=client_id or f"videvent-{uuid.uuid4().hex[:12]}")
         self._client.will_set(self.topic("available"), OFFLINE, qos=1, retain=True)
@@ -248,8 +269,10 @@ class MqttPublisher:
         self._client.on_connect_fail = self._on_connect_fail
         self._client.reconnect_delay_set(*RECONNECT_DELAY_S)
         self._client.max_queued_messages_set(queue_length + 1000)
+        self._client.max_inflight_messages_set(IN_FLIGHT)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
+        self._client.on_publish = self._on_publish
         # connect_async: the first connection too is made on paho's thread, so a broker that is
         # down or slow to answer never holds up the start of a session.
         self._client.connect_async(host, port, keepalive)
@@ -299,24 +322,48 @@ class MqttPublisher:
         payload, retain = self._latest.pop(topic)
         return _Waiting(topic, payload, retain), False
 
+    def _room(self) -> bool:
+        """Whether another message may be handed to paho (called holding ``_wake``)."""
+        for mid in [mid for mid, (info, _, _) in self._in_flight.items() if info.is_published()]:
+            del self._in_flight[mid]
+        return len(self._in_flight) < IN_FLIGHT
+
     def close(self, timeout: float = 2.0) -> None:
-        """Say ``offline``, send what is queued if connected (waiting ``timeout`` at most),
-        then disconnect."""
+        """Say ``offline``, send what is queued if connected and wait for the broker to
+        acknowledge it (``timeout`` at most), then disconnect. What it never acknowledged is
+        counted undelivered."""
         self.publish(self.topic("available"), OFFLINE, retain=True)
+        deadline = time.monotonic() + timeout
         with self._wake:
             self._closing = True
-            self._wake.notify()
-        deadline = time.monotonic() + timeout
+            self._wake.notify_all()
         self._sender.join(timeout)
-        if self._last_sent is not None and self._connected:
-            # What paho holds is written by its own thread: let it go before the DISCONNECT.
-            self._last_sent.wait_for_publish(max(0.0, deadline - time.monotonic()))
+        with self._wake:
+            self._stopping = True                  # what could not go in time stays counted
+            self._wake.notify_all()
+        self._sender.join(5.0)                     # it never waits on the network
+        with self._wake:
+            # The acknowledgements of what was handed over (the DISCONNECT would cut them).
+            # Polled too: paho marks a message acknowledged just after telling _on_publish.
+            while self._connected and self._in_flight and not self._all_acknowledged():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(min(left, 0.05))
         self._client.disconnect()
         self._client.loop_stop()
         with self._wake:
-            self.undelivered = len(self._queue)    # event messages the broker never had
+            self._room()
+            unacknowledged = [waiting for _, waiting, is_event in self._in_flight.values()
+                              if is_event]
+            # Event messages the broker never acknowledged: still waiting, or sent unanswered.
+            self.undelivered = len(self._queue) + len(unacknowledged)
             self.never_delivered = self._dropped_of + collections.Counter(
-                waiting.camera for waiting in self._queue)
+                waiting.camera for waiting in (*unacknowledged, *self._queue))
+
+    def _all_acknowledged(self) -> bool:
+        self._room()
+        return not self._in_flight
 
     # -- paho's thread -----------------------------------------------------------------------
     def _say(self, trouble: str | None) -> None:
@@ -336,48 +383,111 @@ class MqttPublisher:
             self._say("cannot be reached")
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        with self._wake:
+            self._answered = True
         if reason_code.is_failure:
             self._say(f"refused the connection ({reason_code})")
             return
         self._say(None)
-        with self._wake:
-            self._connected = True
-            available = self.topic("available")
-            # Online first, then every retained value again (the broker may have lost them),
-            # then what was waiting; a value waiting for a topic is its newest.
-            again = {available: (ONLINE, True)}
-            again.update((topic, (payload, True)) for topic, payload in self._retained.items()
-                         if topic != available)
-            again.update(self._latest)
-            self._latest = again
-            self._wake.notify()
+        # What the last connection left unacknowledged is taken back from paho (which would
+        # send it again, but after what is sent from now on) and sent again first, in order.
+        # paho calls this before it sends anything on the new connection.
+        with self._handing:
+            self._client.drop_out_messages()
+            with self._wake:
+                self._room()
+                held = list(self._in_flight.values())
+                self._in_flight.clear()
+                self._acknowledged_early.clear()
+                self._take_back([waiting for _, waiting, is_event in held if is_event])
+                self._connected = True
+                available = self.topic("available")
+                # Online first, then every retained value again (the broker may have lost
+                # them), then what was waiting; a value waiting for a topic is its newest.
+                again = {available: (ONLINE, True)}
+                again.update((topic, (payload, True)) for topic, payload
+                             in self._retained.items() if topic != available)
+                again.update(self._latest)
+                for _, waiting, is_event in held:      # a value unacknowledged, if no newer
+                    if not is_event and not waiting.retain:
+                        again.setdefault(waiting.topic, (waiting.payload, False))
+                self._latest = again
+                self._wake.notify_all()
+
+    def _take_back(self, events: list[_Waiting]) -> None:
+        """Put event messages sent and never acknowledged back at the head of the queue, in
+        order; past its length the oldest are lost, as ever (called holding ``_wake``)."""
+        if not events:
+            return
+        waiting = [*events, *self._queue]
+        excess = max(0, len(waiting) - (self._queue.maxlen or len(waiting)))
+        for message in waiting[:excess]:
+            self._drop(message.camera)
+        self._queue.clear()
+        self._queue.extend(waiting[excess:])
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         with self._wake:
-            self._connected = False
+            was_connected, answered = self._connected, self._answered
+            self._connected = self._answered = False
+            closing = self._closing
+            self._wake.notify_all()
+        if closing:
+            return
+        if was_connected:
+            self._say("stopped answering" if reason_code == "Keep alive timeout"
+                      else "closed the connection")
+        elif not answered:
+            # The connection was taken, then nothing: not a broker, a frozen one, or plain
+            # MQTT to a TLS port.
+            self._say("took the connection but never answered as an MQTT broker (is it a TLS "
+                      "port, for mqtts://?)")
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        # The broker acknowledged message ``mid`` (paho marks its info so just after this).
+        with self._wake:
+            if self._in_flight.pop(mid, None) is None:
+                self._acknowledged_early.add(mid)
+            self._wake.notify_all()
 
     # -- the sending thread ------------------------------------------------------------------
     def _send(self) -> None:
         while True:
             with self._wake:
-                while not (self._pending() and self._connected) and not self._closing:
-                    self._wake.wait()
-                if not (self._pending() and self._connected):
-                    return                             # closing, and nothing can go
+                while True:
+                    if self._stopping:
+                        return
+                    if self._pending() and self._connected:
+                        if self._room():
+                            break
+                    elif self._closing:
+                        return                         # closing, and nothing can go
+                    # Polled while it waits for room: paho marks a message acknowledged just
+                    # after telling _on_publish.
+                    self._wake.wait(0.05 if self._pending() and self._connected else None)
                 message, is_event = self._next()
             payload = message.payload
             try:
                 if callable(payload):
                     payload = payload()
-                # QoS 1: paho sends again what the broker had not acknowledged when it was lost.
-                self._last_sent = self._client.publish(message.topic, payload, qos=1,
-                                                       retain=message.retain)
-                sent = self._last_sent.rc != paho.MQTT_ERR_QUEUE_SIZE
             except ValueError:                         # a picture that would not encode
-                sent = False
-            if not sent and is_event:                  # the count is of event messages
+                if is_event:                           # the count is of event messages
+                    with self._wake:
+                        self._drop(message.camera)
+                continue
+            with self._handing:
+                # QoS 1: delivered once the broker acknowledged it (_on_publish); what it had
+                # not when the connection was lost is sent again (_on_connect).
+                info = self._client.publish(message.topic, payload, qos=1,
+                                            retain=message.retain)
                 with self._wake:
-                    self._drop(message.camera)
+                    if info.rc == paho.MQTT_ERR_QUEUE_SIZE:
+                        if is_event:
+                            self._drop(message.camera)
+                    elif info.mid in self._acknowledged_early:
+                        self._acknowledged_early.discard(info.mid)
+                    else:
+                        self._in_flight[info.mid] = (info, message, is_event)
 
 
 class MqttSink(Sink):
