@@ -386,7 +386,8 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
                 click.echo(f"videvent: warning: MQTT: {lost} event message"
                            f"{'' if lost == 1 else 's'} never reached the broker "
                            f"({publisher.dropped} past the queue's length, "
-                           f"{publisher.undelivered} still waiting when the watch ended)",
+                           f"{publisher.undelivered} still waiting or not acknowledged "
+                           f"when the watch ended)",
                            err=True)
             _record_mqtt_losses(publisher, watched)
     if stuck:
