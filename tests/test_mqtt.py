@@ -879,6 +879,10 @@ def test_what_a_frozen_broker_never_acknowledged_is_sent_again_once_it_answers(b
                                                                     while_frozen)
     assert code == 0, stderr
     assert "never reached the broker" not in stderr
+    # Said once: the tries while it is still frozen are the same trouble.
+    assert [line for line in stderr.splitlines() if "MQTT" in line] == [
+        f"videvent: warning: MQTT broker 127.0.0.1:{broker.port}: stopped answering; "
+        f"trying again"], stderr
     # Every event that began ended, on the broker (QoS 1: a message may come twice).
     events = subscriber.events()
     started = {event["after"]["id"] for event in events if event["type"] == "new"}

@@ -249,6 +249,9 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
     assert f"at most {server.MAX_REGION_BODY // 1024} KiB" in flat
     assert f"3 to {MAX_POINTS:,}".replace(",", " ") + " points" in flat
     assert f"{mqtt.EVENT_QUEUE_LENGTH:,}".replace(",", " ") + " messages" in flat
+    assert "delivered only once the broker acknowledged it" in flat
+    section = " ".join(readme.split("### MQTT", 1)[1].split("\n### ", 1)[0].split())
+    assert f"MQTT's keepalive of {mqtt.KEEPALIVE_S} s" in section      # how soon it is noticed
     for redacted in ("password", "query parameter", "VIDEVENT_MQTT_PASSWORD", "token",
                      "constant time"):
         assert redacted in flat, redacted

@@ -437,7 +437,7 @@ class MqttPublisher:
         if was_connected:
             self._say("stopped answering" if reason_code == "Keep alive timeout"
                       else "closed the connection")
-        elif not answered:
+        elif not answered and self._trouble != "stopped answering":   # else: still so
             # The connection was taken, then nothing: not a broker, a frozen one, or plain
             # MQTT to a TLS port.
             self._say("took the connection but never answered as an MQTT broker (is it a TLS "
