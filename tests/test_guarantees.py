@@ -908,3 +908,29 @@ def test_a_stop_as_the_staging_folder_is_made_leaves_nothing(tmp_path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         ResultFolder(tmp_path / "result")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--chunk-minutes", "nan"], "not a finite number of minutes"),
+    (["--chunk-minutes", "inf"], "not a finite number of minutes"),
+    # The walker clip at 15 fps, its background span the default 60 s (900 frames).
+    (["--chunk-minutes", "0.01"], "at least one background span long"),
+    (["--chunk-minutes", "0.5"], "at least one background span long"),
+    # Every float setting refuses what is not a finite number (Settings' one check).
+    (["-t", "inf"], "threshold must be a finite number"),
+    (["--threshold-low", "nan"], "threshold-low must be a finite number"),
+    (["--inlier-fraction", "nan"], "inlier-fraction must be a finite number"),
+    (["--fps", "nan"], "fps must be a finite number"),
+])
+def test_a_chunk_length_or_a_number_that_is_no_length_is_refused_up_front(tmp_path, options,
+                                                                          message):
+    result = run_cli("batch", sample("walker")[0], "--out", tmp_path / "out", "-q", *options)
+    assert result.returncode == 2 and message in one_line(result), result.stderr
+    assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
+
+
+def test_a_chunk_of_one_background_span_is_accepted(tmp_path):
+    result = run_cli("batch", sample("walker")[0], "--out", tmp_path / "out", "-q",
+                     "--workers", "1", "--no-plot", "--background-span", "6s",
+                     "--chunk-minutes", "0.2")
+    assert result.returncode == 0, result.stderr

@@ -40,7 +40,7 @@ from .output.folder import completion, made_by_videvent, remove_stale
 from .output.report import html_page
 from .passes import frame_range, open_for, prepare, prepare_pass
 from .pipeline import detect, write_results
-from .settings import Settings
+from .settings import SettingError, Settings
 from .sources.images import IMAGE_EXTENSIONS
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".avi", ".mkv", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
@@ -150,17 +150,30 @@ def _videvent_output(folder: Path) -> bool:
             or ((folder / INDEX_NAME).is_file() and (folder / REPORT_NAME).is_file()))
 
 
-def check_settings(videos: list[Video], settings: Settings) -> None:
+def check_settings(videos: list[Video], settings: Settings,
+                   chunk_seconds: float | None = None) -> None:
     """Raise SettingError if the settings cannot work at the first readable video's frame
-    rate (``-st 10s -et 5s``, ``--absorb-after 0``): bad usage, found before any work, not
-    one failure per video. A video that cannot be opened is left to its own outcome."""
+    rate (``-st 10s -et 5s``, ``--absorb-after 0``, chunks shorter than the background span):
+    bad usage, found before any work, not one failure per video. A video that cannot be
+    opened is left to its own outcome."""
     for video in videos:
         try:
             source = open_for(video.spec, settings)
         except ValueError:
             continue
         with source:
-            prepare(source, settings)
+            run, _ = prepare(source, settings)
+            if chunk_seconds is not None:
+                # A chunk's pass warms up on five spans before it (its look-back): a chunk
+                # shorter than one span is mostly warm-up, and 0.01 minutes is all warm-up.
+                span = run.detector.judge.schedule.span
+                if round(chunk_seconds * source.fps) < span:
+                    raise SettingError(
+                        f"--chunk-minutes {chunk_seconds / 60:g} is shorter than the time "
+                        f"the model's window spans ({span} frames, "
+                        f"{span / source.fps / 60:.3g} minutes at {source.fps:g} fps): a "
+                        f"chunk must be at least one background span long (--background-"
+                        f"span; the window's -w frames at least)")
         return
 
 

@@ -5,6 +5,7 @@ Parsing and printing only: the work is in ``videvent.batch``.
 
 from __future__ import annotations
 
+import math
 import os
 
 import click
@@ -32,6 +33,12 @@ def _progress_line(quiet: bool):
     return report
 
 
+def _finite(_ctx, _param, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value!r} is not a finite number of minutes")
+    return value
+
+
 @click.command("batch", short_help="Scan an archive of videos in parallel on Dask.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--scheduler", default=None, metavar="ADDRESS",
@@ -43,9 +50,12 @@ def _progress_line(quiet: bool):
               default="videvent-batch", show_default=True,
               help="Where the result folders, index.csv and batch_report.html go.")
 @click.option("--chunk-minutes", type=click.FloatRange(0, min_open=True), default=None,
+              callback=_finite,
               help="Score videos longer than this in parallel chunks of this length, each "
                    "warmed up on the detector's look-back before it (five background spans: "
-                   "5 minutes by default); events as `run` finds them (see README).")
+                   "5 minutes by default); events as `run` finds them (see README). At least "
+                   "one background span (--background-span, 1 minute by default; the "
+                   "window's -w frames at least): a shorter chunk would be mostly warm-up.")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors and warnings.")
 @run_options
@@ -69,7 +79,8 @@ def batch_command(paths: tuple[str, ...], scheduler: str | None, workers: int | 
         videos = find_videos(list(paths))
         if not videos:
             raise ValueError(f"no videos found in {', '.join(paths)}")
-        check_settings(videos, settings)
+        check_settings(videos, settings,
+                       None if chunk_minutes is None else chunk_minutes * 60)
         summary = run_batch(videos, out, settings, scheduler=scheduler, workers=workers,
                             plot=not no_plot,
                             chunk_seconds=None if chunk_minutes is None else chunk_minutes * 60,
