@@ -506,8 +506,19 @@ def test_names_and_values_from_files_are_never_formulas_or_markup(tmp_path):
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
 
 
+# What the line says of a setting that cannot work: the setting and its usable range (the
+# walker clip is 320x240; its working picture 160x120).
+USABLE = {"--blocks": "--blocks 10000 is more than the 160x120 working picture has pixels "
+                      "across: usable here from 1 to 160",
+          "-df": "-df/--downscale-factor 10000 leaves a 1x1 picture of the 320x240 source: "
+                 "usable here from 1 to 20",
+          "-w": "'--window': 2 is not in the range x>=5"}
+
+
 @pytest.mark.parametrize("options", [["--absorb-after", "0"], ["-t", "nan"],
-                                     ["-st", "10s", "-et", "5s"]])
+                                     ["-st", "10s", "-et", "5s"], ["--blocks", "10000"],
+                                     ["-df", "10000"],
+                                     ["-w", "2", "--rank", "1", "--projection-dim", "1"]])
 @pytest.mark.parametrize("command", ["run", "watch", "batch"])
 def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path, options,
                                                                         command):
@@ -517,6 +528,8 @@ def test_settings_found_wrong_once_the_source_is_open_are_usage_errors(tmp_path,
     assert "static_after" not in result.stderr           # named as the user gave it
     if "--absorb-after" in options:
         assert "absorb-after must be at least a frame long" in result.stderr
+    if options[0] in USABLE:
+        assert USABLE[options[0]] in result.stderr
     # Refused before anything is written: watch and batch made their folder first.
     assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
 
@@ -927,6 +940,22 @@ def test_a_chunk_length_or_a_number_that_is_no_length_is_refused_up_front(tmp_pa
     result = run_cli("batch", sample("walker")[0], "--out", tmp_path / "out", "-q", *options)
     assert result.returncode == 2 and message in one_line(result), result.stderr
     assert not (tmp_path / "out").exists() and not leftovers(tmp_path)
+
+
+def test_the_smallest_usable_settings_score_frames(tmp_path):
+    """The ends of the ranges the lines above give all work: blocks one pixel each, the
+    working picture 8 pixels across, the smallest window."""
+    from videvent.detectors.background import MIN_HISTORY
+    from videvent.settings import SPECS
+
+    assert SPECS["window"].minimum == MIN_HISTORY
+    for options in (["--blocks", "160"], ["-df", "40", "--blocks", "8"], ["-df", "20"],
+                    ["-w", "5", "--rank", "1", "--projection-dim", "1",
+                     "--background-span", "5"]):
+        result = run_cli("run", sample("walker")[0], "-d", tmp_path / "out", "--no-plot",
+                         *options)
+        assert result.returncode == 0, result.stderr
+        assert "none could be scored" not in result.stdout, (options, result.stdout)
 
 
 def test_a_chunk_of_one_background_span_is_accepted(tmp_path):

@@ -96,13 +96,45 @@ class Pass:
         self.resumed = True
 
 
+# The fewest pixels across the working picture's long side (``--working-size``'s minimum).
+MIN_WORKING_SIDE = 8
+
+
+def working_frame(settings: Settings, source: FrameSource) -> tuple[int, int]:
+    """The (width, height) the detector works at on ``source``; SettingError (one line, the
+    setting and its usable range here) for ``-df`` that leaves fewer than MIN_WORKING_SIDE
+    pixels across, or more ``--blocks`` than the working picture has pixels across (a block
+    is a pixel at least)."""
+    width, height = working_size(source.width, source.height, max_side=settings.working_size,
+                                 downscale_factor=settings.downscale_factor)
+    longest, across, blocks = max(source.width, source.height), max(width, height), settings.blocks
+    factor = settings.downscale_factor
+    largest_factor = max(1, longest // max(MIN_WORKING_SIDE, blocks))
+    if factor is not None and across < MIN_WORKING_SIDE:
+        raise SettingError(
+            f"-df/--downscale-factor {factor} leaves a {width}x{height} picture of the "
+            f"{source.width}x{source.height} source: usable here from 1 to {largest_factor} "
+            f"(at least {MIN_WORKING_SIDE} pixels across, and one for each of --blocks "
+            f"{blocks})")
+    if blocks > across:
+        if factor is not None:
+            instead = f"-df at most {largest_factor}"
+        elif across < longest:
+            instead = f"--working-size {blocks} or more"
+        else:
+            instead = "nothing larger: the source's own size"
+        raise SettingError(
+            f"--blocks {blocks} is more than the {width}x{height} working picture has pixels "
+            f"across: usable here from 1 to {across} (or {instead})")
+    return width, height
+
+
 def source_regions(settings: Settings, source: FrameSource) -> Regions:
     """The settings' regions, checked against the source's frame and the working picture:
     SettingError (one line) for a polygon outside it, one that covers no working pixel, or
     masks that leave nothing to watch."""
     regions = settings.regions()
-    working = working_size(source.width, source.height, max_side=settings.working_size,
-                           downscale_factor=settings.downscale_factor)
+    working = working_frame(settings, source)
     try:
         regions.check(source.width, source.height, working)
     except RegionError as error:
@@ -113,8 +145,7 @@ def source_regions(settings: Settings, source: FrameSource) -> Regions:
 def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     start, end = frame_range(settings, source.fps)
     regions = source_regions(settings, source)
-    width, height = working_size(source.width, source.height, max_side=settings.working_size,
-                                 downscale_factor=settings.downscale_factor)
+    width, height = working_frame(settings, source)
     shape = (height, width, 3) if settings.colour else (height, width)
     preprocess = Preprocessor(width, height, settings.colour, regions=regions,
                               source_size=(source.width, source.height))

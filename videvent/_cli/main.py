@@ -672,7 +672,8 @@ def print_summary(result) -> None:
         # "0 events" would claim the video was looked at.
         click.echo(f"{_frames(read)} read, none could be scored: the detector was still "
                    f"learning the background (warm-up) or no frame had a usable picture; a "
-                   f"longer video, or a smaller -w/--window, gives it frames to score.")
+                   f"longer video, a shorter --background-span or a larger -w/--window gives it "
+                   f"frames to score sooner.")
     else:
         click.echo(f"{_frames(read)} scanned"
                    + (f" ({scored} scored)" if scored < read else "")
