@@ -20,14 +20,26 @@ import numpy as np
 DEFAULT_FPS = 25.0
 # What a stream's secrets are replaced by wherever its address is shown or written.
 REDACTED = "***"
-# Query parameters that carry a secret (camera makers put passwords and tokens there too).
-SECRET_PARAMETER = re.compile(r"(?i)(pass|pwd|token|secret|key|auth|sig|credential)")
+# Query parameters that carry a secret (camera makers put passwords and tokens there too:
+# the CGI of cheap IP cameras takes ``loginuse=admin&loginpas=...``, others ``pw``/``psw``).
+SECRET_PARAMETER = re.compile(r"(?i)(pass|pas$|pwd|psw|^pw$|token|secret|key|auth|sig|"
+                              r"credential)")
+# A user and password whose password holds an unencoded '/', '?' or '#' (which end the
+# address's authority, so ``urlsplit`` reads the password's end as the path, the query or the
+# fragment): USER:PASSWORD up to the last '@' followed by a host, its port and the rest.
+LOOSE_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/?#@:]*):.*"
+                            r"@(?P<host>(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d*)?)"
+                            r"(?P<rest>[/?#].*)?", re.S)
 
 
 def public_uri(uri: str) -> str:
     """A source's address as it may be shown, logged or written: a stream's password (and any
     query parameter that looks like a secret) replaced by ``***``; paths unchanged. Every
     message, alert, file and page names a source by this, never by what opened it."""
+    loose = LOOSE_USERINFO.fullmatch(uri)
+    if loose is not None and "@" not in _netloc(uri):
+        uri = (f"{loose['scheme']}{loose['user']}:{REDACTED}@{loose['host']}"
+               f"{loose['rest'] or ''}")
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -44,6 +56,13 @@ def public_uri(uri: str) -> str:
         for pair in parts.query.split("&") if pair
         for name, sep, _ in [pair.partition("=")]) if parts.query else ""
     return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _netloc(uri: str) -> str:
+    try:
+        return urlsplit(uri).netloc
+    except ValueError:
+        return ""
 
 
 @dataclass(frozen=True)
