@@ -418,6 +418,34 @@ def test_the_users_own_config_file_is_read_without_c_and_c_replaces_it(tmp_path)
     assert not (tmp_path / "broken").exists()
 
 
+@pytest.mark.parametrize("content, message", [
+    (bytes(range(128, 256)), "is not valid TOML: not UTF-8 text"),       # a binary file
+    (b"threshold = 'x'\n", "threshold must be a number, got 'x'"),
+    (b"clip-mode = 'bad'\n", "clip-mode: 'bad' is not one of"),
+    (b"quiet = 'maybe'\n", "quiet: 'maybe' is not a valid boolean"),
+    (b"quiet = 3\n", "quiet cannot be 3"),                  # click failed inside on it
+    (b"compare = 'zz'\n", "compare: unknown method 'zz'"),
+])
+def test_every_error_of_a_config_file_names_that_file(tmp_path, content, message):
+    """The line names the file the value came from: the one given with -c, or the user's own
+    (read without -c, which the line then does not name)."""
+    own = tmp_path / "xdg" / "videvent" / "config.toml"
+    own.parent.mkdir(parents=True)
+    given = tmp_path / "given.toml"
+    for path, options in ((own, []), (given, ["-c", given])):
+        path.write_bytes(content)
+        result = subprocess.run(
+            [sys.executable, "-m", "videvent", "run", sample("walker")[0], "-d",
+             tmp_path / "out", "-q", *map(str, options)], capture_output=True, text=True,
+            timeout=600, env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("videvent: error: ") and "internal error" not in lines[0]
+        assert f"config file '{path}'" in lines[0] and message in lines[0], lines[0]
+        assert ("'-c'" in lines[0]) == (path == given), lines[0]
+        assert not (tmp_path / "out").exists()
+
+
 def test_a_threshold_on_dvr_scans_scale_gets_a_hint(tmp_path):
     """`-t 0.15`, DVR-Scan's default, is a z-score here: said once on stderr (issue 29)."""
     result = run_cli("run", sample("walker")[0], "-t", "0.15", "--threshold-low", "0.1",

@@ -348,6 +348,9 @@ def _read_toml(path: str | Path) -> dict:
         raise ValueError(f"cannot read config file '{path}': {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"config file '{path}' is not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:   # a binary file: TOML is UTF-8 text
+        raise ValueError(f"config file '{path}' is not valid TOML: not UTF-8 text (byte "
+                         f"{error.start})") from None
 
 
 def _document_settings(document: dict, path: str | Path,

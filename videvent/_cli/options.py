@@ -56,6 +56,7 @@ def _load_config(ctx: click.Context, _param, path):
     user's default file when ``-c`` is not given). The file may also hold any option of the
     commands that read it (``output-dir``, ``quiet``...); one another command has is left to
     it, and a key no command knows is an error."""
+    given = path is not None
     if path is None:
         path = default_config_path()
         if path is None:
@@ -67,14 +68,39 @@ def _load_config(ctx: click.Context, _param, path):
         everyone |= set(_option_keys(command))
     try:
         values = load_config(path, frozenset(everyone))
+        values = {own.get(name, name): value for name, value in values.items()
+                  if name in ALL_SPECS or name in own}
+        _check_own_options(ctx, values, path)
     except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
-    values = {own.get(name, name): value for name, value in values.items()
-              if name in ALL_SPECS or name in own}
+        if given:
+            raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
+        # The user's own file, read without -c: the line names it (it does), not -c.
+        raise click.UsageError(str(error), ctx=ctx) from None
     ctx.default_map = {**(ctx.default_map or {}), **values}
     ctx.meta[CONFIG_PATH] = path   # watch reads its [cameras.NAME] tables
     ctx.meta[CONFIG_OPTIONS] = frozenset(everyone)
     return path
+
+
+def _check_own_options(ctx: click.Context, values: dict, path) -> None:
+    """ValueError naming the config file for a value of the command's own options (not
+    settings: ``load_config`` checked those) that the option's type refuses; click would
+    name the option alone, or fail inside (``quiet = 3``)."""
+    params = {param.name: param for param in ctx.command.params}
+    for name, value in values.items():
+        param = params.get(name)
+        if param is None or name in ALL_SPECS:
+            continue
+        key = option_name(name)
+        if (isinstance(value, (dict, list)) or (isinstance(value, bool)
+                                                and not getattr(param, "is_flag", False))):
+            raise ValueError(f"config file '{path}': {key} cannot be {value!r}")
+        try:
+            param.process_value(ctx, value)
+        except click.BadParameter as error:
+            raise ValueError(f"config file '{path}': {key}: {error.message}") from None
+        except (TypeError, AttributeError, ValueError):
+            raise ValueError(f"config file '{path}': {key} cannot be {value!r}") from None
 
 
 def _click_type(spec: Spec):
