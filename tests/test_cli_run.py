@@ -418,6 +418,37 @@ def test_the_users_own_config_file_is_read_without_c_and_c_replaces_it(tmp_path)
     assert not (tmp_path / "broken").exists()
 
 
+def test_output_dir_in_the_users_own_config_file_is_the_folder_of_every_result(tmp_path):
+    """As DVR-Scan's -d: each video's result folder goes into it, and a run of another video
+    replaces nothing; -d on the command line, or output-dir in a -c file, names the folder."""
+    own = tmp_path / "xdg" / "videvent" / "config.toml"
+    own.parent.mkdir(parents=True)
+    results = tmp_path / "results"
+    own.write_text(f"output-dir = '{results}'\nquiet = true\nno-plot = true\n")
+    environment = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def videvent(*args):
+        result = subprocess.run([sys.executable, "-m", "videvent", *map(str, args)],
+                                capture_output=True, text=True, timeout=600, env=environment)
+        assert result.returncode == 0, result.stderr
+
+    for name in ("walker", "lighting"):
+        videvent("run", sample(name)[0])
+    videvent("watch", sample("walker")[0], "--max-frames", 30)
+    assert sorted(p.name for p in results.iterdir() if not p.name.startswith("videvent-watch-")
+                  ) == ["lighting.videvent", "walker.videvent"]
+    assert len(list(results.glob("videvent-watch-walker-*"))) == 1
+    for name in ("walker", "lighting"):
+        document = json.loads((results / f"{name}.videvent" / "events.json").read_text())
+        assert document["source"]["name"] == name
+    videvent("run", sample("walker")[0], "-d", tmp_path / "mine")
+    assert (tmp_path / "mine" / "events.json").is_file()
+    given = tmp_path / "given.toml"
+    given.write_text(f"output-dir = '{tmp_path / 'exact'}'\n")
+    videvent("run", sample("walker")[0], "-c", given, "-q", "--no-plot")
+    assert (tmp_path / "exact" / "events.json").is_file()
+
+
 @pytest.mark.parametrize("content, message", [
     (bytes(range(128, 256)), "is not valid TOML: not UTF-8 text"),       # a binary file
     (b"threshold = 'x'\n", "threshold must be a number, got 'x'"),

@@ -25,8 +25,8 @@ from ..settings import METHODS, NEVER, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
 from .entry import stopped_line
-from .options import (CONFIG_OPTIONS, CONFIG_PATH, BadInput, bad_input, no_plot_option,
-                      run_options, settings_from, watch_setting_options)
+from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, bad_input,
+                      no_plot_option, run_options, settings_from, watch_setting_options)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -154,6 +154,9 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     from ..pipeline import default_out_dir, detect   # the engine: not for --help or a typo
 
     settings = settings_from(options)
+    parent = click.get_current_context().meta.get(OUT_PARENT)
+    if out_dir is None and parent is not None:    # the user's config file's output-dir
+        out_dir = os.path.join(parent, default_out_dir(source).name)
     check_output_names(out_dir, export_video, clips, clip_template, source)
     progress = Progress(quiet)
 
@@ -311,6 +314,13 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     if not cameras:
         raise click.UsageError("give a SOURCE, or a config file (-c) with [cameras.NAME] "
                                "tables")
+    parent = meta.get(OUT_PARENT)
+    if out_dir is None and parent is not None:    # the user's config file's output-dir
+        from ..live import safe_name
+
+        dated = time.strftime("%Y%m%d-%H%M%S")
+        out_dir = os.path.join(parent, f"videvent-watch-{dated}" if len(cameras) > 1
+                               else f"videvent-watch-{safe_name(cameras[0].name)}-{dated}")
     for index, camera in enumerate(cameras):
         cameras[index], set_aside = without_file_settings(camera)
         if set_aside:

@@ -30,6 +30,10 @@ def bad_input(error: ValueError) -> BadInput:
 
 CONFIG_PATH = "videvent.config_path"
 CONFIG_OPTIONS = "videvent.config_options"    # the commands' own options a config file may hold
+# ``output-dir`` of the user's own config file (read without -c): not one result folder, which
+# every run of another video would replace, but the folder each source's result folder goes
+# into, as DVR-Scan's -d is the folder of every video's files.
+OUT_PARENT = "videvent.out_parent"
 
 
 def default_config_path() -> Path | None:
@@ -76,6 +80,8 @@ def _load_config(ctx: click.Context, _param, path):
             raise click.BadParameter(str(error), ctx=ctx, param_hint="'-c' / '--config'")
         # The user's own file, read without -c: the line names it (it does), not -c.
         raise click.UsageError(str(error), ctx=ctx) from None
+    if not given and "out_dir" in values:   # run's and watch's -d (batch's is a parent)
+        ctx.meta[OUT_PARENT] = values.pop("out_dir")
     ctx.default_map = {**(ctx.default_map or {}), **values}
     ctx.meta[CONFIG_PATH] = path   # watch reads its [cameras.NAME] tables
     ctx.meta[CONFIG_OPTIONS] = frozenset(everyone)
