@@ -89,6 +89,41 @@ def test_a_camera_without_a_source_is_a_one_line_error(tmp_path):
     assert not (tmp_path / "live").exists()
 
 
+@pytest.mark.parametrize("where", ["--name", "config"])
+@pytest.mark.parametrize("name, message", [
+    ("x" * 300, "'xxxxxxxxxxxxxxxxxxxx'... (300 characters): letters, digits, '-' and '_' "
+                "only, at most 64 of them"),
+    ("x" * 65, "at most 64 of them"),
+    ("caméra", "letters, digits, '-' and '_' only"),
+])
+def test_a_camera_name_that_cannot_make_file_names_is_refused_up_front(tmp_path, where, name,
+                                                                       message):
+    """Its files (a clip: the name, the date and time, the event's number) must have names a
+    file system takes: a 300-character name left nothing but scores written."""
+    options = ["--name", name, str(sample("walker")[0])]
+    if where == "config":
+        config = tmp_path / "cameras.toml"
+        config.write_text(f"[cameras.'{name}']\nsource = '{sample('walker')[0]}'\n",
+                          encoding="utf-8")
+        options = ["-c", str(config)]
+    result = subprocess.run([sys.executable, "-m", "videvent", "watch", *options, "-d",
+                             str(tmp_path / "live")], capture_output=True, text=True,
+                            cwd=ROOT, timeout=60)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("videvent: error:") and message in line, line
+    assert "x" * 21 not in line
+    assert not (tmp_path / "live").exists()
+
+
+def test_a_camera_named_after_a_long_source_gets_a_name_that_makes_files():
+    from videvent.cameras import name_cameras
+    from videvent.settings import CAMERA_NAME, Settings
+
+    [camera] = name_cameras((f"rtsp://cam/{'a' * 300}",), Settings(), {})
+    assert CAMERA_NAME.fullmatch(camera.name) and len(camera.name) <= 60
+
+
 def test_a_dashboard_address_in_use_is_a_one_line_error_before_anything_is_written(tmp_path):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 from .alerts import AlertSink, AlertSinks
 from .live import LiveMonitor, SessionSummary, safe_name
-from .settings import CAMERA_NAME, SettingError, Settings
+from .settings import (CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME, SettingError,
+                       Settings, shown_camera_name)
 from .sources import SourceError
 from .sources.live import Backoff
 
@@ -43,7 +44,8 @@ def source_camera_name(source: str | int) -> str:
     parts = urlsplit(source)
     # The host and port, never the user name and password before them.
     text = Path(parts.path).stem or parts.netloc.rsplit("@", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "camera"
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_")
+    return name[:MAX_CAMERA_NAME - 4].rstrip("_") or "camera"    # room for unique()'s -2...
 
 
 def name_cameras(sources: tuple[str, ...], settings: Settings,
@@ -58,7 +60,7 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
                          "line: one name per source, in order")
     for name in names:
         if not CAMERA_NAME.fullmatch(name):
-            raise ValueError(f"camera name {name!r}: letters, digits, '-' and '_' only (it "
+            raise ValueError(f"camera name {shown_camera_name(name)}: {CAMERA_NAME_RULE} (it "
                              "names the camera's files, topics and page)")
     given = [*configured, *names]
     clash = next((name for name in given if given.count(name) > 1), None)

@@ -401,7 +401,19 @@ def _table_settings(table: dict, where: str, folder: Path, *, watch: bool = True
 
 
 # -- several cameras in one watch ----------------------------------------------------------
-CAMERA_NAME = re.compile(r"[A-Za-z0-9_-]+")   # it names the camera's result folder
+# A camera's name names its result folder, its files (a clip: NAME, the date and time, the
+# event's number), MQTT topics and page: plain characters, and short enough that every file
+# name made from it stays well under the 255 bytes a file system allows.
+MAX_CAMERA_NAME = 64
+CAMERA_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_CAMERA_NAME}}}")
+CAMERA_NAME_RULE = f"letters, digits, '-' and '_' only, at most {MAX_CAMERA_NAME} of them"
+
+
+def shown_camera_name(name: str) -> str:
+    """A camera's name as an error line quotes it: a long one by its start and length."""
+    if len(name) <= MAX_CAMERA_NAME:
+        return repr(name)
+    return f"{name[:20]!r}... ({len(name)} characters)"
 
 
 def load_cameras(path: str | Path,
@@ -421,12 +433,13 @@ def load_cameras(path: str | Path,
                          f"tables")
     found = {}
     for name, table in cameras.items():
-        where = f"config file '{path}': camera '{name}'"
+        where = f"config file '{path}': camera {shown_camera_name(name)}"
         if not isinstance(table, dict):
             raise ValueError(f"{where} must be a table (with a source)")
         if not CAMERA_NAME.fullmatch(name):
-            raise ValueError(f"{where}: a camera's name is letters, digits, '-' and '_' only "
-                             f"(it names the camera's result folder)")
+            raise ValueError(f"config file '{path}': camera name {shown_camera_name(name)}: "
+                             f"{CAMERA_NAME_RULE} (it names the camera's result folder and "
+                             f"files)")
         source = table.get("source")
         if isinstance(source, bool) or not isinstance(source, (str, int)) or source == "":
             raise ValueError(f"{where} has no source (a stream URL, a camera number or a file)")
