@@ -257,3 +257,27 @@ def test_a_clip_that_cannot_be_copied_is_encoded_and_the_run_goes_on(tmp_path, m
     assert files == {} and len(said) == 1 and "left out" in said[0]
     clip_module.write_clip_index(tmp_path / "out", {1: "walker.event001.mp4"})
     assert json.loads((tmp_path / "out" / "clips.json").read_text()) == {}
+
+
+def test_boxes_asked_of_copied_clips_are_one_warning_line(tmp_path):
+    """``-bb`` with ``--clip-mode copy``: the copied clips are the file's own packets, which
+    nothing is drawn on; one warning line says so (the thumbnails still get their boxes), in
+    ``run`` and in an ``export`` of a run made with -bb. Without -bb, or encoded, none."""
+    warning = "-bb/--bounding-box draws no boxes on clips copied with --clip-mode copy"
+    out = tmp_path / "out"
+    done = run_cli("run", sample("walker")[0], "-d", out, "-q", "--no-plot", "-bb",
+                   "--export-clips", "--clip-mode", "copy")
+    assert done.returncode == 0
+    assert done.stderr.strip().splitlines() == [f"videvent: warning: {warning} (the file's own "
+                                                "packets); only on the thumbnails and the "
+                                                "annotated video (--clip-mode encode draws "
+                                                "them on the clips)"]
+    assert list(out.glob("*.mp4"))
+    done = run_cli("export", out, "-q", "--no-video", "--export-clips", "--clip-mode", "copy")
+    assert done.returncode == 0 and warning in done.stderr and len(
+        done.stderr.strip().splitlines()) == 1, done.stderr
+    for options in (["-bb", "--export-clips"], ["--export-clips", "--clip-mode", "copy"],
+                    ["-bb", "--clip-mode", "copy"]):
+        done = run_cli("run", sample("walker")[0], "-d", tmp_path / "other", "-q",
+                       "--no-plot", *options)
+        assert done.returncode == 0 and done.stderr == "", (options, done.stderr)

@@ -154,6 +154,7 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
     from ..pipeline import default_out_dir, detect   # the engine: not for --help or a typo
 
     settings = settings_from(options)
+    warn_if_copied_clips_have_no_boxes(clips, clip_mode, settings.bounding_box)
     parent = click.get_current_context().meta.get(OUT_PARENT)
     if out_dir is None and parent is not None:    # the user's config file's output-dir
         out_dir = os.path.join(parent, default_out_dir(source).name)
@@ -188,6 +189,16 @@ def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         print_summary(result)
         for path in result.exported:
             click.echo(f"Wrote {os.fspath(path)}")
+
+
+def warn_if_copied_clips_have_no_boxes(clips: bool, clip_mode: str, boxes: bool) -> None:
+    """-bb with clips copied (``--clip-mode copy``): the clips are the file's own packets,
+    which nothing is drawn on. A warning, not an error: -bb still draws on the thumbnails,
+    the annotated video and the dashboard."""
+    if clips and clip_mode == "copy" and boxes:
+        click.echo("videvent: warning: -bb/--bounding-box draws no boxes on clips copied with "
+                   "--clip-mode copy (the file's own packets); only on the thumbnails and the "
+                   "annotated video (--clip-mode encode draws them on the clips)", err=True)
 
 
 def frames_to_scan(settings: Settings, source) -> int | None:
@@ -615,6 +626,7 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
     from ..output.report import write_report
 
     progress = Progress(quiet)
+    warn_if_copied_clips_have_no_boxes(clips, clip_mode, _recorded_boxes(result_dir))
     try:
         progress.start("export", _frames_read(result_dir))
         written = export(result_dir, video=(video_path or True) if video else False,
@@ -629,6 +641,15 @@ def export_command(result_dir: str, video: bool, video_path: str | None, clips: 
     if not quiet:
         for path in written:
             click.echo(f"Wrote {os.fspath(path)}")
+
+
+def _recorded_boxes(result_dir: str) -> bool:
+    """Whether RESULT_DIR's run drew boxes (-bb), which its export draws too (False if it
+    cannot tell: the export itself then says what is wrong with the folder)."""
+    try:
+        return read_events(Path(result_dir) / "events.json")["settings"]["bounding_box"] is True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _frames_read(result_dir: str) -> int | None:
