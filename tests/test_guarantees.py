@@ -677,6 +677,67 @@ def test_a_damaged_events_json_is_one_line_naming_it(tmp_path, damage):
         assert str(out / "events.json") in one_line(result), result.stderr
 
 
+@pytest.fixture(scope="module")
+def compared_result(tmp_path_factory):
+    """A result folder with every file ``report`` reads (compare.csv too)."""
+    out = tmp_path_factory.mktemp("report") / "out"
+    assert run_cli("run", sample("walker")[0], "-d", out, "-q", "--compare",
+                   "pca").returncode == 0
+    return out
+
+
+def _events_with(change):
+    def damage(out):
+        document = json.loads((out / "events.json").read_text())
+        change(document)
+        (out / "events.json").write_text(json.dumps(document))
+    return damage
+
+
+def _scores_with(column, text, line=5):
+    def damage(out):
+        rows = (out / "scores.csv").read_text().splitlines()
+        header = rows[0].split(",")
+        cells = rows[line - 1].split(",")
+        cells[header.index(column)] = text
+        rows[line - 1] = ",".join(cells)
+        (out / "scores.csv").write_text("\n".join(rows) + "\n")
+    return damage
+
+
+@pytest.mark.parametrize("damage, named, message", [
+    (lambda out: (out / "events.json").write_text('{"format_version": 1}'), "events.json",
+     "has no 'frames_read'"),
+    (_events_with(lambda d: d.pop("source")), "events.json", "'source' is not a table"),
+    (_events_with(lambda d: d["events"][0].update(number="1")), "events.json",
+     "event 1's 'number' is not a whole number"),
+    (_events_with(lambda d: d["settings"].update(threshold="high")), "events.json",
+     "'settings''s 'threshold' is not a number"),
+    (_events_with(lambda d: d.update(events={})), "events.json", "'events' is not a list"),
+    (_events_with(lambda d: d["events"][0].pop("peak_score")), "events.json",
+     "event 1 has no 'peak_score'"),
+    (_scores_with("score", "high"), "scores.csv", "line 5: score is not a number, got 'high'"),
+    (_scores_with("frame", "1.5"), "scores.csv", "line 5: frame is not a whole number"),
+    (lambda out: (out / "scores.csv").write_bytes(b"\xff\xfe" * 50), "scores.csv",
+     "not UTF-8 text"),
+    (lambda out: (out / "compare.csv").write_text("frame,residual_pca\n1,2\n"), "compare.csv",
+     "has 1 rows"),
+    (lambda out: (out / "compare.csv").write_text("x,y\n1,2\n"), "compare.csv",
+     "not a videvent compare file"),
+])
+def test_report_on_damaged_files_is_one_line_naming_the_file_and_rewrites_nothing(
+        tmp_path, compared_result, damage, named, message):
+    out = tmp_path / "out"
+    shutil.copytree(compared_result, out)
+    damage(out)
+    before = contents(out)
+    result = run_cli("report", out)
+    assert result.returncode == 1, result.stderr
+    line = one_line(result)
+    assert str(out / named) in line and message in line, line
+    assert contents(out) == before and not leftovers(tmp_path)
+
+
 def test_a_missing_or_unwritable_place_is_one_line_naming_it(tmp_path):
     (tmp_path / "a_file").write_text("")
     for command in ("run", "watch"):

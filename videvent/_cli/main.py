@@ -665,13 +665,14 @@ def _frames_read(result_dir: str) -> int | None:
 @click.argument("result_dir", type=click.Path(file_okay=False))
 def report_command(result_dir: str) -> None:
     """Re-render residuals.png and report.html of RESULT_DIR from its files (no decoding)."""
-    from ..output.report import write_plot, write_report
+    from ..output.report import read_result, write_plot, write_report
 
     folder = Path(result_dir)
     if not (folder / "events.json").is_file() or not (folder / "scores.csv").is_file():
         raise BadInput(f"'{folder}' is not a videvent result folder (no events.json or "
                        "scores.csv)")
     try:
+        read_result(folder)    # every file checked before anything is rewritten
         write_plot(folder)
         click.echo(f"Wrote {os.fspath(write_report(folder))}")
     except (ValueError, OSError) as error:

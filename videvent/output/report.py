@@ -25,14 +25,76 @@ from .names import PLOT_NAME, REPORT_NAME
 from .scores_csv import read_scores
 
 
+# What the plot and the page read of ``events.json``: each key and the kind of its value.
+NUMBER, WHOLE, TEXT, FLAG = "a number", "a whole number", "text", "true or false"
+_KINDS = {NUMBER: (int, float), WHOLE: (int,), TEXT: (str,), FLAG: (bool,)}
+SOURCE_KEYS = {"name": TEXT, "uri": TEXT, "first_frame": WHOLE, "width": WHOLE,
+               "height": WHOLE, "fps": NUMBER}
+SETTINGS_KEYS = {"threshold": NUMBER, "threshold_low": NUMBER, "method": TEXT, "rank": WHOLE}
+EVENT_KEYS = {"number": WHOLE, "start_frame": WHOLE, "end_frame": WHOLE,
+              "core_start_frame": WHOLE, "core_end_frame": WHOLE, "peak_frame": WHOLE,
+              "start_time_s": NUMBER, "duration_s": NUMBER, "peak_score": NUMBER,
+              "absorbed": FLAG, "start_timecode": TEXT, "end_timecode": TEXT}
+ABSORBED_KEYS = {"frame": WHOLE, "timecode": TEXT}
+PROBLEM_KEYS = {"status": TEXT, "start_frame": WHOLE, "end_frame": WHOLE,
+                "start_time_s": NUMBER}
+
+
+def read_result(folder: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """The result folder's ``events.json`` and ``scores.csv``, checked for everything the plot
+    and the page read of them: ValueError (one line, naming the file) for a file that is not
+    one, before anything is drawn or written."""
+    folder = Path(folder)
+    path = folder / "events.json"
+    document = read_events(path)
+
+    def check(table, keys: dict, where: str) -> None:
+        if not isinstance(table, dict):
+            raise ValueError(f"'{path}' is damaged: {where} is not a table")
+        for key, kind in keys.items():
+            if key not in table:
+                raise ValueError(f"'{path}' is damaged: {where} has no '{key}'")
+            value = table[key]
+            if not isinstance(value, _KINDS[kind]) or (kind != FLAG and isinstance(value, bool)):
+                raise ValueError(f"'{path}' is damaged: {where}'s '{key}' is not {kind}, got "
+                                 f"{value!r:.40}")
+
+    check(document, {"frames_read": WHOLE}, "the document")
+    check(document.get("source"), SOURCE_KEYS, "'source'")
+    check(document.get("settings"), SETTINGS_KEYS, "'settings'")
+    for key, keys, what in (("events", EVENT_KEYS, "event"), ("absorbed", ABSORBED_KEYS,
+                                                               "absorbed change"),
+                            ("frame_problems", PROBLEM_KEYS, "frame problem")):
+        items = document.get(key)
+        if not isinstance(items, list):
+            raise ValueError(f"'{path}' is damaged: '{key}' is not a list")
+        for number, item in enumerate(items, start=1):
+            check(item, keys, f"{what} {number}")
+    compare = document.get("compare_events", {})
+    if not isinstance(compare, dict) or not all(
+            isinstance(ranges, list) and all(
+                isinstance(pair, list) and len(pair) == 2 and all(
+                    isinstance(n, int) and not isinstance(n, bool) for n in pair)
+                for pair in ranges) for ranges in compare.values()):
+        raise ValueError(f"'{path}' is damaged: 'compare_events' is not a table of frame "
+                         f"ranges")
+    scores = read_scores(folder / "scores.csv")
+    if (folder / "compare.csv").is_file():
+        compare = read_compare(folder / "compare.csv")
+        if len(compare) != len(scores["frame"]):
+            raise ValueError(f"'{folder / 'compare.csv'}' has {len(compare)} rows, not one "
+                             f"for each of the {len(scores['frame'])} frames of scores.csv")
+    return _readable(document), scores
+
+
 def write_plot(folder: str | os.PathLike) -> None:
     """``residuals.png`` of the result folder, from its scores and events."""
     from .plot import write_residual_plot  # matplotlib: imported only when drawing
 
     folder = Path(folder)
-    document = _readable(read_events(folder / "events.json"))
+    document, scores = read_result(folder)
     settings = document["settings"]
-    write_residual_plot(folder / PLOT_NAME, read_scores(folder / "scores.csv"),
+    write_residual_plot(folder / PLOT_NAME, scores,
                         document["events"], threshold=settings["threshold"],
                         threshold_low=settings["threshold_low"],
                         title=_plot_title(document))
@@ -72,7 +134,7 @@ def compare_figure(folder: Path, document: dict, status: np.ndarray):
 
     from .plot import residual_axis_top
 
-    table = np.atleast_1d(np.genfromtxt(folder / "compare.csv", delimiter=",", names=True))
+    table = read_compare(folder / "compare.csv")
     methods = [name[len("residual_"):] for name in table.dtype.names if name != "frame"]
     columns = 2 if len(methods) > 1 else 1
     rows = -(-len(methods) // columns)
@@ -94,6 +156,27 @@ def compare_figure(folder: Path, document: dict, status: np.ndarray):
     return figure
 
 
+def read_compare(path: Path) -> np.ndarray:
+    """``compare.csv``: frame and residual_METHOD columns of numbers; ValueError (one line,
+    naming it) if it is not that."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")      # a short row: numpy only warns
+            table = np.atleast_1d(np.genfromtxt(path, delimiter=",", names=True))
+    except (ValueError, UnicodeDecodeError, Warning) as error:
+        raise ValueError(f"'{path}' is not a videvent compare file "
+                         f"({str(error).splitlines()[0] if str(error) else 'damaged'})"
+                         ) from None
+    names = table.dtype.names or ()
+    if ("frame" not in names or not any(name.startswith("residual_") for name in names)
+            or any(table.dtype[name].kind not in "fiu" for name in names)):
+        raise ValueError(f"'{path}' is not a videvent compare file (columns frame and "
+                         f"residual_METHOD of numbers)")
+    return table
+
+
 def _image_data(path: Path) -> str:
     kind = "jpeg" if path.suffix.lower() in (".jpg", ".jpeg") else "png"
     return f"data:image/{kind};base64," + base64.b64encode(path.read_bytes()).decode()
@@ -105,8 +188,7 @@ def _row(cells) -> str:
 
 def render_report(folder: str | os.PathLike) -> str:
     folder = Path(folder)
-    document = _readable(read_events(folder / "events.json"))
-    scores = read_scores(folder / "scores.csv")
+    document, scores = read_result(folder)
     source, settings, events = document["source"], document["settings"], document["events"]
     escape = html.escape
     duration = float(scores["time_s"][-1] - scores["time_s"][0]) if len(scores["frame"]) else 0

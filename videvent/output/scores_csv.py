@@ -39,16 +39,36 @@ class ScoresWriter:
 
 def read_scores(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """The columns of a ``scores.csv`` as arrays (event: 0 where a frame is in none)."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"frame", "time_s", "residual", "score", "flagged"} - set(reader.fieldnames or ())
-        if missing:
-            raise ValueError(f"'{path}' is not a videvent scores file (no column "
-                             f"{sorted(missing)[0]})")
-        rows = list(reader)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = ({"frame", "time_s", "residual", "score", "flagged"}
+                       - set(reader.fieldnames or ()))
+            if missing:
+                raise ValueError(f"'{path}' is not a videvent scores file (no column "
+                                 f"{sorted(missing)[0]})")
+            rows = list(reader)
+    except UnicodeDecodeError:
+        raise ValueError(f"'{path}' is not a videvent scores file (not UTF-8 text)") from None
+    except csv.Error as error:
+        raise ValueError(f"'{path}' is not a videvent scores file ({error})") from None
+    def value(row, line, name, kind, default):
+        text = row.get(name)
+        if text in (None, ""):
+            return default
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"'{path}' line {line}: {name} is not "
+                             f"{'a whole number' if kind is int else 'a number'}, got "
+                             f"{text!r:.40}") from None
+
     def column(name, kind, default=0):
-        return np.array([kind(row[name]) if row.get(name) not in (None, "") else default
-                         for row in rows], dtype=kind if kind is not str else object)
+        if kind is str:
+            return np.array([row[name] if row.get(name) not in (None, "") else default
+                             for row in rows], dtype=object)
+        return np.array([value(row, line, name, kind, default)
+                         for line, row in enumerate(rows, start=2)], dtype=kind)
     return {
         "frame": column("frame", int),
         "time_s": column("time_s", float),
