@@ -682,6 +682,39 @@ def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
     assert "Traceback" not in captured.err and "Error" not in captured.err, captured.err
 
 
+def test_a_host_or_charset_python_cannot_read_is_a_4xx_not_a_500(tmp_path, capfd):
+    """Issue 51: a Host whose port is past 65535 or whose bytes are no host name (the loopback
+    check reads it), and a POST of JSON in a charset Python does not know: each is refused
+    with a 4xx and nothing is printed; the server answers the next request."""
+    import socket
+
+    dashboard = Dashboard(region_file=tmp_path / "regions.txt")
+    dashboard.add_camera("gate")
+    base = dashboard.start()
+    port = dashboard.port
+
+    def raw(request: bytes) -> int:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            connection.sendall(request)
+            return int(connection.recv(100).split(b" ")[1])
+
+    body = b'{"polygons": []}'
+    try:
+        for host in (b"127.0.0.1:99999999999999999999", b"127.0.0.1:65536", b"\xff\xfe"):
+            status = raw(b"GET /api/cameras HTTP/1.1\r\nHost: " + host
+                         + b"\r\nConnection: close\r\n\r\n")
+            assert 400 <= status < 500, (host, status)
+        status = raw(b"POST /cameras/0/region HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json; charset=bogus\r\nConnection: close\r\n"
+                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert status == 415, status
+        assert not (tmp_path / "regions.txt").exists()
+        assert status_of(base + "api/cameras") == 200
+    finally:
+        dashboard.stop()
+    assert capfd.readouterr().err == ""
+
+
 def test_the_region_editor_refuses_a_region_the_next_watch_would_refuse(tmp_path):
     """Issue 51: a polygon covering no pixel (points on one line, or all the same point) is
     refused with a 400 and its error, as ``-R`` would refuse it, and the file is kept; a

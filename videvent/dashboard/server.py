@@ -292,7 +292,11 @@ class Dashboard:
     @web.middleware
     async def _guard(self, request: web.Request, handler):
         if self.token is None:
-            if not is_loopback(request.url.host or ""):
+            try:
+                host = request.url.host or ""
+            except (ValueError, UnicodeError):  # a port past 65535, bytes no host name has
+                return _refuse(400, "the request's Host header is not a host name")
+            if not is_loopback(host):
                 return _refuse(403, "this dashboard answers only to a loopback host name")
             return await handler(request)
         if request.path.startswith("/static/"):
@@ -388,6 +392,8 @@ class Dashboard:
             if len(text) > MAX_REGION_BODY:
                 return _refuse(413, f"the polygons take more than {MAX_REGION_BODY} bytes")
             body = json.loads(text)
+        except LookupError:                      # a charset Python does not know
+            return _refuse(415, "unknown charset: send the polygons as UTF-8 JSON")
         except (ValueError, RecursionError):    # not JSON, or nested past Python's stack
             return _refuse(400, "the request is not valid JSON")
         with camera.lock:
