@@ -715,6 +715,57 @@ def test_a_host_or_charset_python_cannot_read_is_a_4xx_not_a_500(tmp_path, capfd
     assert capfd.readouterr().err == ""
 
 
+def test_a_viewer_leaving_the_mjpeg_stream_mid_picture_prints_nothing(monkeypatch, capfd):
+    """Issue 51: a viewer that reads part of the MJPEG stream and closes while pictures wait
+    for room in its socket (aiohttp's plain ``ConnectionError: Connection lost``) is a viewer
+    leaving, as normal as one whose connection is reset: nothing on stderr, the viewer count
+    back to 0, and the stream served to the next viewer."""
+    import socket
+    import types
+
+    import numpy as np
+
+    from videvent.dashboard import camera as camera_module
+
+    # Real pictures are a few tens of kB at 10 a second; pictures of noise fill the sockets
+    # within a second, so each viewer leaves while one is being written.
+    noise = np.random.default_rng(51).integers(0, 256, (720, 960, 3), dtype=np.uint8)
+    big = cv2.imencode(".jpg", noise, [cv2.IMWRITE_JPEG_QUALITY, 95])[1].tobytes()
+    monkeypatch.setattr(camera_module._PictureEncoder, "_encode", lambda self, *_: big)
+    dashboard = Dashboard()
+    sink = dashboard.add_camera("gate")
+    dashboard.start()
+    feeding = threading.Event()
+    frame = types.SimpleNamespace(time_s=0.0, index=0)
+    score = types.SimpleNamespace(score=0.5)
+
+    def feed():
+        for _ in range(3000):   # at most 30 s
+            if feeding.wait(0.01):
+                return
+            sink.on_frame(frame, score, None)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", dashboard.port), timeout=10) as viewer:
+                viewer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                viewer.sendall(b"GET /cameras/0/mjpeg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert viewer.recv(4096).startswith(b"HTTP/1.1 200")
+                time.sleep(1.0)           # pictures pile up unread; then it leaves
+        deadline = time.monotonic() + 10
+        while sink.camera.viewers:
+            assert time.monotonic() < deadline, sink.camera.viewers
+            time.sleep(0.05)
+    finally:
+        feeding.set()
+        feeder.join(timeout=10)
+        sink.close()
+        dashboard.stop()
+    assert capfd.readouterr().err == ""
+
+
 def test_the_region_editor_refuses_a_region_the_next_watch_would_refuse(tmp_path):
     """Issue 51: a polygon covering no pixel (points on one line, or all the same point) is
     refused with a 400 and its error, as ``-R`` would refuse it, and the file is kept; a

@@ -449,7 +449,7 @@ class Dashboard:
                 if data is None:
                     break
                 await response.write(data)
-        except ConnectionResetError:   # the page went away
+        except ConnectionError:   # the page went away (reset, or lost while a write waited)
             pass
         finally:
             self._listeners.discard(queue)
@@ -486,7 +486,9 @@ class Dashboard:
                     continue
                 # Shielded: one page leaving must not cancel the wait of the others.
                 await asyncio.shield(waiter)
-        except ConnectionResetError:
+        except ConnectionError:
+            # The viewer left: a reset, or aiohttp's plain ConnectionError("Connection lost")
+            # when it leaves while a picture waits for room in its socket. Normal, not said.
             pass
         finally:
             camera.viewers -= 1
