@@ -131,3 +131,58 @@ def test_events_jsonl_is_the_watch_folders_history_and_a_run_replaces_it(tmp_pat
     # A watch after the run starts the history afresh.
     assert run_cli("watch", path, "-d", out, "-q", "--no-clips", "--no-plot").returncode == 0
     assert {line["session_started"] for line in logged()} == {summary()["session_started"]}
+
+
+def test_a_webhook_answering_with_a_redirect_is_a_failed_delivery_never_followed(tmp_path):
+    """Issue 51: urllib followed a 301/302/303 answer to a POST as a GET without the alert,
+    and counted it delivered: the alert was lost silently. No redirect is followed, on the
+    same host or not, whatever its code: each is counted as a failed delivery."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from videvent.alerts import AlertSinks
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path.startswith("/moved/"):
+                self.send_response(int(self.path.rsplit("/", 1)[1]))
+                self.send_header("Location", "/ok")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            received.append(("POST", self.path, json.loads(body)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self):   # where urllib took a redirected POST
+            received.append(("GET", self.path, None))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for code in (301, 302, 303, 307, 308):
+            sinks = AlertSinks(tmp_path / f"alerts{code}.jsonl",
+                               webhook=f"http://127.0.0.1:{server.server_port}/moved/{code}")
+            sinks.send({"type": "start", "event": 1})
+            sinks.close(wait_s=10)
+            assert (sinks.delivered, sinks.failed) == (0, 1), code
+        assert received == []
+        sinks = AlertSinks(tmp_path / "alerts.jsonl",
+                           webhook=f"http://127.0.0.1:{server.server_port}/ok")
+        sinks.send({"type": "start", "event": 1})
+        sinks.close(wait_s=10)
+        assert (sinks.delivered, sinks.failed) == (1, 0)
+        assert received == [("POST", "/ok", {"type": "start", "event": 1})]
+    finally:
+        server.shutdown()
+        server.server_close()

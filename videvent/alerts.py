@@ -45,17 +45,17 @@ def check_webhook(url: str) -> str:
     return url
 
 
-class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow a redirect only to the same host and port: alerts never go elsewhere."""
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect: urllib would turn the POST of a 301, 302 or 303 into a GET without
+    the alert (lost, yet counted delivered), and a redirect elsewhere would send it to another
+    host. A 3xx answer is a failed delivery, as any other HTTP error."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        if urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
-            raise urllib.error.HTTPError(newurl, code, f"redirect to another host refused "
-                                         f"({newurl})", headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        raise urllib.error.HTTPError(req.full_url, code, f"a webhook's redirect is not "
+                                     f"followed ({newurl})", headers, fp)
 
 
-_OPENER = urllib.request.build_opener(_SameHostRedirects)
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 class AlertSinks:
