@@ -186,3 +186,28 @@ def test_a_webhook_answering_with_a_redirect_is_a_failed_delivery_never_followed
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_file_watched_from_past_its_end_is_what_run_says_one_line_exit_1(tmp_path):
+    """Issue 51: ``watch FILE -st 1000s`` exited 0 with an empty report where ``run`` exits 1
+    with a line; now both say the same line, exit 1, and write no folder (the API too)."""
+    import pytest
+
+    import videvent
+    from videvent.settings import Settings
+
+    path, _ = sample("walker")
+    ran = run_cli("run", path, "-st", "1000s", "-d", tmp_path / "run")
+    watched = run_cli("watch", path, "-st", "1000s", "-d", tmp_path / "live")
+    assert ran.returncode == watched.returncode == 1
+    assert watched.stderr.strip().splitlines() == [
+        f"videvent: error: no frames to scan in '{path}' in the range given"]
+    assert ran.stderr.strip().splitlines()[-1] == watched.stderr.strip()
+    assert not (tmp_path / "run").exists() and not (tmp_path / "live").exists()
+    with pytest.raises(ValueError, match="no frames to scan .* in the range given"):
+        videvent.watch(str(path), Settings(start_time="1000s"), out_dir=tmp_path / "api")
+    assert not (tmp_path / "api").exists()
+    # A start inside the file is watched from there.
+    assert run_cli("watch", path, "-st", "3s", "-d", tmp_path / "inside", "-q",
+                   "--no-plot").returncode == 0
+    assert read_scores(tmp_path / "inside" / "scores.csv")["frame"][0] == 45

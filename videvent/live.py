@@ -99,6 +99,17 @@ class _Preview(Sink):
         cv2.destroyAllWindows()
 
 
+def _check_range_has_frames(source, start: int) -> None:
+    """A file watched from a start (-st) past its last frame: ValueError, as ``run`` says it,
+    before the result folder is made. Its frame count says so; one frame is read at the start
+    only when the count is unknown or says the start is past it (it may be an estimate)."""
+    if source.is_live or start <= 0 or (source.frame_count and start < source.frame_count):
+        return
+    for _ in source.frames(start, start + 1):
+        return
+    raise ValueError(f"no frames to scan in '{source.uri}' in the range given")
+
+
 class LiveMonitor:
     """One watch session; ``run()`` until the source ends, a limit is hit or ``stop()``."""
 
@@ -123,7 +134,8 @@ class LiveMonitor:
         self._frames_at_tick = 0
         self._stop = threading.Event()
         # Opened now (SourceError before anything is written), reopened when it drops.
-        self._source = LiveSource(self._open(), self._open, realtime=realtime,
+        opened = self._open()
+        self._source = LiveSource(opened, self._open, realtime=realtime,
                                   max_reconnects=max_reconnects, max_frames=max_frames,
                                   stop=self._stop)
         if name is not None:
@@ -133,6 +145,7 @@ class LiveMonitor:
             # Settings that cannot work at this source's frame rate: refused (SettingError)
             # before the result folder exists.
             self._prepared = prepare(self._source, settings)
+            _check_range_has_frames(opened, self._prepared[0].start)
         except ValueError:
             self._source.close()
             raise
