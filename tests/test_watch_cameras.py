@@ -245,3 +245,35 @@ def test_cameras_named_on_the_command_line_name_their_files_report_and_alerts(tm
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert not (tmp_path / "refused").exists()
+
+
+def test_a_missing_file_among_cameras_is_said_at_once_while_the_others_go_on(tmp_path,
+                                                                            server):
+    """Issue 51: a camera that cannot be opened was said only when the watch ended. Now one
+    line says it when it fails, while the other cameras go on; the watch's end names it
+    again in its closing error (exit 1)."""
+    missing = tmp_path / "missing.mp4"
+    watch = ServedWatch([server(loop=True).url, str(missing)], tmp_path / "live",
+                        "--name", "door", "--name", "gone")
+    said = f"videvent: camera gone: cannot open '{missing}'"
+    try:
+        watch.wait_for("session_start", 30, camera="door")
+        deadline = time.monotonic() + 10
+        while not any(line.startswith(said) for line in watch.stderr_lines):
+            assert time.monotonic() < deadline, watch.stderr_lines
+            time.sleep(0.05)
+        assert watch.process.poll() is None            # the other camera goes on
+        watch.wait_for("start", 30, camera="door")     # and finds its events
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+    assert watch.finish() == 1
+    deadline = time.monotonic() + 10
+    while not watch.stderr_lines or not watch.stderr_lines[-1].startswith("videvent: error:"):
+        assert time.monotonic() < deadline, watch.stderr_lines
+        time.sleep(0.05)
+    lines = watch.stderr_lines
+    assert sum(line.startswith(said) for line in lines) == 1, lines
+    assert "camera gone: could not be opened" in lines, lines
+    assert lines[-1] == (f"videvent: error: camera gone cannot open '{missing}': "
+                         f"no such file or folder")
+    assert "Traceback" not in "\n".join(lines)

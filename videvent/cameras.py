@@ -186,7 +186,13 @@ class CameraWatch(threading.Thread):
         try:
             self._watch()
         except Exception as error:  # noqa: BLE001 - one camera's failure ends it, not the rest
-            self.error = f"failed: {type(error).__name__}: {error}"
+            self._failed(f"failed: {type(error).__name__}: {error}")
+
+    def _failed(self, error: str) -> None:
+        """Said at once, one line, while the other cameras go on (and again in the watch's
+        closing error)."""
+        self.error = error.splitlines()[0] if error else error
+        self.report(f"camera {self.camera.name}: {self.error}")
 
     def _watch(self) -> None:
         try:
@@ -194,7 +200,7 @@ class CameraWatch(threading.Thread):
                                    {**self.options, "camera": self.camera.name}, self.sinks,
                                    self._stopping, self.report)
         except (SettingError, ValueError) as error:
-            self.error = str(error).splitlines()[0]
+            self._failed(str(error))
             return
         if monitor is None:
             return

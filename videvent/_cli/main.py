@@ -600,7 +600,9 @@ def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet
             break
         click.echo(f"camera {watch.camera.name}: "
                    + (_summary_line(watch.summary, watch.monitor.out_dir)
-                      if watch.summary is not None else "stopped before it could be opened"),
+                      if watch.summary is not None else "stopped before it could be opened"
+                      if not watch.error else "could not be opened" if watch.monitor is None
+                      else "failed"),
                    err=True)
     failed = [watch for watch in watches if watch.error]
     problem = BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
