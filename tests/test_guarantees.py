@@ -333,6 +333,27 @@ def test_a_webhook_that_is_not_an_http_url_is_refused_up_front(tmp_path, url):
     assert not (tmp_path / "live").exists()
 
 
+def test_the_watch_api_checks_its_options_before_making_a_folder(tmp_path):
+    """Issue 51: ``videvent.watch(...)`` made its result folder, then refused a ``file:``
+    webhook (and an unknown alert option was a TypeError after it). Each option the command
+    line checks up front is checked first by the API too: one-line ValueError, no folder,
+    neither the one asked for nor the default one beside the file."""
+    import videvent
+
+    walker = tmp_path / "walker.mp4"
+    shutil.copy(sample("walker")[0], walker)
+    for options, said in (({"alerts": {"webhook": "file:///some/dir/x"}}, "http:// or https://"),
+                          ({"alerts": {"webhook": "ftp://host/x"}}, "http:// or https://"),
+                          ({"alerts": {"webhok": "http://127.0.0.1:1/"}}, "'webhok'"),
+                          ({"max_frames": 0}, "max_frames must be"),
+                          ({"max_reconnects": -1}, "max_reconnects must be")):
+        for out_dir in (tmp_path / "live", None):
+            with pytest.raises(ValueError, match=re.escape(said)) as refused:
+                videvent.watch(str(walker), out_dir=out_dir, **options)
+            assert "\n" not in str(refused.value)
+            assert sorted(path.name for path in tmp_path.iterdir()) == ["walker.mp4"], options
+
+
 def test_a_config_file_webhook_or_dashboard_address_is_checked_up_front(tmp_path):
     walker = sample("walker")[0]
     for line, said in (('webhook = "ftp://host/x"', "http:// or https://"),

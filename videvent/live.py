@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .alerts import AlertSink, AlertSinks
+from .alerts import AlertSink, AlertSinks, check_webhook
 from .output.annotate import Overlay
 from .engine import Engine
 from .output.clips import ClipSink, bgr_picture
@@ -99,6 +99,27 @@ class _Preview(Sink):
         cv2.destroyAllWindows()
 
 
+ALERT_OPTIONS = ("json_lines", "command", "webhook")
+
+
+def _check_options(alerts: dict | None, max_frames, max_reconnects) -> None:
+    """What the command line checks before it opens a source or makes a folder, checked as
+    well for a caller of `watch` or `LiveMonitor`: ValueError, one line."""
+    unknown = sorted(set(alerts or {}) - set(ALERT_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown alert option{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))}: the options are "
+                         f"{', '.join(ALERT_OPTIONS)}")
+    if (alerts or {}).get("webhook") is not None:
+        check_webhook(alerts["webhook"])
+    for name, value, least in (("max_frames", max_frames, 1),
+                               ("max_reconnects", max_reconnects, 0)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < least):
+            raise ValueError(f"{name} must be a whole number of at least {least} (or None), "
+                             f"got {value!r}")
+
+
 def _check_range_has_frames(source, start: int) -> None:
     """A file watched from a start (-st) past its last frame: ValueError, as ``run`` says it,
     before the result folder is made. Its frame count says so; one frame is read at the start
@@ -125,6 +146,7 @@ class LiveMonitor:
         camera's name, which names its folder, files and report (default: the source's).
         ``alert_sink``: the camera's alerts, made before it opened (``alerts`` and ``camera``
         are then its), logged into this session's folder from now on."""
+        _check_options(alerts, max_frames, max_reconnects)   # before anything is opened
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
         self.colour_pictures = colour_pictures
@@ -287,7 +309,9 @@ def watch(source, settings: Settings | None = None, *,
     results go into ``out_dir`` as the session goes, and ``sinks`` (``videvent.session.Sink``)
     are told about every frame and event. ``alerts``: ``json_lines``, ``command``,
     ``webhook`` as for ``videvent watch``; ``plot``: ``residuals.png`` and ``report.html``
-    when it ends."""
+    when it ends. Options the command line refuses (a webhook that is not http(s), an unknown
+    alert option, ``max_frames`` below 1, ``max_reconnects`` below 0) are a one-line
+    ValueError before the source is opened or any folder made."""
     monitor = LiveMonitor(source, settings or Settings(), out_dir, realtime=realtime,
                           max_reconnects=max_reconnects, max_frames=max_frames,
                           alerts=alerts, clips=clips, plot=plot, sinks=sinks)
