@@ -120,10 +120,9 @@ def seeds(run: Pass) -> bool:
 def seed_sample(run: Pass) -> list[np.ndarray]:
     """The working vectors of a window of frames spread over the whole source, which seed a
     pass (``seed_detector``)."""
-    # Their pictures are made as the pass's are (scaled by the decoder to ``decode_size``): a
-    # start reference judges the pass's first frames against them, and another scaler's
-    # pictures differ from the pass's (by 1.6 grey levels a pixel on interlaced video, which
-    # FFmpeg scales field by field), which the reference took for an event.
+    # A start reference judges the pass's first frames against them: the source makes their
+    # pictures as the pass's are where the two scalings differ (interlaced video, which FFmpeg
+    # scales field by field: ``PyAVSource.sample``).
     return [decoded.vector for decoded in working_frames(run, run.source.sample(
         run.detector.model.window, size=run.decode_size)) if decoded.vector is not None]
 
