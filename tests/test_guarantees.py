@@ -759,6 +759,53 @@ def test_report_on_damaged_files_is_one_line_naming_the_file_and_rewrites_nothin
     assert contents(out) == before and not leftovers(tmp_path)
 
 
+# ``videvent report`` in a child whose move of the finished page into place fails as on a full
+# disk: os.replace's error names the temporary file and the target, as the kernel's does.
+_REPORT_WHOSE_LAST_RENAME_FAILS = """
+import errno, os, sys
+real_replace = os.replace
+def replace(source, target):
+    if os.path.basename(target) == "report.html":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(source), None,
+                      os.fspath(target))
+    return real_replace(source, target)
+os.replace = replace
+from videvent._cli.main import main
+sys.argv = ["videvent", "report", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("failure, named", [(40_000, "residuals.png"),
+                                            (130_000, "report.html"),
+                                            ("rename", "report.html")])
+def test_report_on_a_full_disk_is_one_line_naming_the_file(tmp_path, compared_result, failure,
+                                                           named):
+    """``videvent report`` whose plot (a file size limit below its size, as a full disk), page
+    (a limit between the two) or move of the page into place fails: one line naming the file
+    it could not write (issue 51 found a bare '[Errno 28] No space left on device'), exit 1,
+    no temporary file left, and the page as it was."""
+    out = tmp_path / "out"
+    shutil.copytree(compared_result, out)
+    before = contents(out)
+    if failure == "rename":
+        command, limit = [sys.executable, "-c", _REPORT_WHOSE_LAST_RENAME_FAILS], None
+    else:
+        command, limit = [sys.executable, "-m", "videvent", "report"], _file_size_limit(failure)
+    result = subprocess.run([*command, out], capture_output=True, text=True, preexec_fn=limit,
+                            timeout=300, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert result.returncode == 1, result.stderr
+    line = one_line(result)
+    assert f"cannot write '{out / named}': " in line and "internal error" not in line, line
+    assert "Errno" not in line and ".partial" not in line, line
+    assert not leftovers(tmp_path)
+    after = contents(out)
+    # The plot may be drawn anew before the page fails; every other file is as it was.
+    if named == "report.html":
+        after.pop("residuals.png"), before.pop("residuals.png")
+    assert after == before
+
+
 def test_a_missing_or_unwritable_place_is_one_line_naming_it(tmp_path):
     (tmp_path / "a_file").write_text("")
     for command in ("run", "watch"):

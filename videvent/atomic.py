@@ -23,11 +23,18 @@ def write_text_atomically(path: str | os.PathLike, text: str, errors: str = "str
 
 def write_atomically(path: str | os.PathLike, write) -> None:
     """``write(temporary)`` writes the file at a temporary name beside ``path``; it is then
-    renamed into place, or, if writing fails (a full disk), removed: never half a file."""
+    renamed into place, or, if writing fails (a full disk), removed: never half a file.
+
+    A failure to write or rename it is an OSError naming ``path``: a full disk's failed write
+    names no file at all, and the rename's names the temporary file the user never saw."""
     temporary = partial_path(path)
     try:
         write(temporary)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.errno and (
+                error.filename is None or os.fspath(error.filename) == os.fspath(temporary)):
+            raise OSError(error.errno, error.strerror or os.strerror(error.errno),
+                          os.fspath(path)) from None
         raise

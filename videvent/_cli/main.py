@@ -677,8 +677,23 @@ def report_command(result_dir: str) -> None:
         read_result(folder)    # every file checked before anything is rewritten
         write_plot(folder)
         click.echo(f"Wrote {os.fspath(write_report(folder))}")
-    except (ValueError, OSError) as error:
+    except ValueError as error:
         raise BadInput(str(error).splitlines()[0]) from None
+    except OSError as error:    # a full disk, a read-only folder: each written file is whole
+        raise BadInput(_os_error_line(error, folder)) from None
+
+
+def _os_error_line(error: OSError, folder: Path) -> str:
+    """One line for an OSError met in redrawing the result ``folder``, naming the file (each
+    file is written whole, so one that could not be written is as it was)."""
+    from ..output.names import PLOT_NAME, REPORT_NAME
+
+    reason = error.strerror or str(error) or type(error).__name__
+    if not error.filename:
+        return f"cannot write into '{folder}': {reason}"
+    path = public_name(os.fsdecode(error.filename))
+    written = path in (os.fspath(folder / PLOT_NAME), os.fspath(folder / REPORT_NAME))
+    return f"cannot {'write' if written else 'read'} '{path}': {reason}"
 
 
 def warn_if_short(result, spec: str) -> None:
