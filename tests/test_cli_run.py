@@ -528,33 +528,66 @@ def test_a_rerun_replaces_every_earlier_result(tmp_path):
     assert json.loads((out / "events.json").read_text())["events"] == []
 
 
-def test_a_rerun_whose_earlier_files_cannot_be_removed_says_where_they_are_left(tmp_path):
-    """An earlier result's thumbnail made immutable (chattr +i): the rerun's results are whole
-    in the folder, the earlier files that could not be removed are kept together in one
-    folder beside it that the single error line names, and the exit is 1 (the folder is not
-    clean as asked); nothing else is left half-written."""
+def _pin(how, thumbnails, within):
+    """Make the earlier result's thumbnails impossible to remove (``how``); its undoing
+    (wherever in ``within`` the pinned item went), or None where this machine cannot (chattr
+    needs root on ext2/3/4, xfs or btrfs; a mount, root and mount rights)."""
+    def command(*words):
+        return subprocess.run(list(map(str, words)), capture_output=True).returncode == 0
+
+    if how == "read-only mount":
+        if shutil.which("mount") is None or not command("mount", "--bind", thumbnails,
+                                                        thumbnails):
+            return None
+        if not command("mount", "-o", "remount,bind,ro", thumbnails):
+            command("umount", thumbnails)
+            return None
+
+        def undo():
+            with open("/proc/self/mounts") as mounts:
+                points = [line.split()[1] for line in mounts]
+            for point in reversed(points):
+                if point.startswith(f"{within}/"):
+                    command("umount", point)
+        return undo
+    pinned = thumbnails if how == "immutable folder" else next(thumbnails.iterdir())
+    if shutil.which("chattr") is None or not command("chattr", "+i", pinned):
+        return None
+    return lambda: [command("chattr", "-i", stuck) for stuck in within.rglob(pinned.name)]
+
+
+@pytest.mark.parametrize("how", ["immutable thumbnail", "immutable folder", "read-only mount"])
+def test_a_rerun_whose_earlier_files_cannot_be_removed_leaves_the_earlier_folder_whole(
+        tmp_path, how):
+    """An earlier result's thumbnail or thumbnails folder that cannot be removed (chattr +i,
+    a read-only mount): the rerun cannot replace the folder whole, so it is put back as it
+    was (issue 51 found the new results in place, exit 1, and the earlier folder left beside
+    them as .result.PID-old.partial). One line naming what could not be removed and saying
+    the folder is as it was, exit 1, nothing else left."""
     path, _ = sample("walker")
     out = tmp_path / "result"
-    assert run_cli("run", path, "-d", out, "-q").returncode == 0
-    pinned = next((out / "thumbnails").iterdir())
-    if shutil.which("chattr") is None or subprocess.run(
-            ["chattr", "+i", str(pinned)], capture_output=True).returncode != 0:
-        pytest.skip("chattr +i is not available here (it needs root on ext2/3/4, xfs or btrfs)")
+    assert run_cli("run", path, "-d", out, "-q", "--start-time", "100").returncode == 0
+
+    def contents():
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+                if p.is_file()}
+
+    before = contents()
+    undo = _pin(how, out / "thumbnails", tmp_path)
+    if undo is None:
+        pytest.skip(f"a {how} cannot be made here")
     try:
         result = run_cli("run", path, "-d", out, "-q")
-        left = [entry for entry in tmp_path.iterdir() if entry.name.endswith("-old.partial")]
         assert result.returncode == 1
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in result.stderr
-        assert len(left) == 1 and str(left[0]) in lines[0]
-        assert (left[0] / "thumbnails" / pinned.name).is_file()
-        assert (out / ".videvent-complete").is_file()
-        assert json.loads((out / "events.json").read_text())["events"]
-        assert sorted(entry.name for entry in tmp_path.iterdir()) == sorted(
-            ["result", left[0].name])
+        assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+        assert f"cannot replace the results in '{out}': '{out / 'thumbnails'}" in lines[0]
+        assert lines[0].endswith("; it is as it was"), lines[0]
+        assert contents() == before
+        assert [entry.name for entry in tmp_path.iterdir()] == ["result"]
+        assert not [p for p in out.rglob("*") if ".partial" in p.name]
     finally:
-        for stuck in tmp_path.rglob(pinned.name):
-            subprocess.run(["chattr", "-i", str(stuck)], capture_output=True)
+        undo()
 
 
 def _walker_frames(count=None):

@@ -4,6 +4,7 @@ a crash), and every error is one line with its documented exit code."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import os
@@ -202,6 +203,43 @@ def test_a_failed_move_into_place_leaves_the_earlier_folder_whole(tmp_path, monk
     assert (destination / "events.json").read_text() == "new"
     assert (destination / "clip.event001.mp4").read_text() == "old clip"
     assert not leftovers(tmp_path)
+
+
+def test_a_failed_move_of_the_earlier_files_kept_puts_the_earlier_folder_back(tmp_path,
+                                                                              monkeypatch):
+    """The earlier run's clips are moved across into the new folder after the swap; should
+    one fail (the second, so the first must go back), the earlier folder is put back whole
+    and the message says so (issue 51: it was left beside the new one as -old.partial)."""
+    destination = tmp_path / "result"
+    with ResultFolder(destination) as folder:
+        folder.path("events.json").write_text("old")
+        folder.path("clip.event001.mp4").write_text("old clip 1")
+        folder.path("clip.event002.mp4").write_text("old clip 2")
+    before = contents(destination)
+    real_rename, real_replace = os.rename, os.replace
+    moved = []
+
+    def move(real):
+        def moving(source, target):
+            if Path(target).parent == destination and Path(target).name.startswith("clip."):
+                moved.append(target)
+                if len(moved) == 2:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(source),
+                                  None, os.fspath(target))
+            return real(source, target)
+        return moving
+
+    monkeypatch.setattr(os, "rename", move(real_rename))
+    monkeypatch.setattr(os, "replace", move(real_replace))
+    folder = ResultFolder(destination, replaces=("events.json",))
+    folder.path("events.json").write_text("new")
+    with pytest.raises(ValueError, match=r"cannot replace the results in '.*result': "
+                                         r"'.*result/clip\.event00[12]\.mp4': No space left on "
+                                         r"device; it is as it was"):
+        folder.commit(("events.json",))
+    monkeypatch.undo()
+    assert contents(destination) == before and not leftovers(tmp_path)
+    assert [entry.name for entry in tmp_path.iterdir()] == ["result"]
 
 
 def stop_midway(command, started, cwd=None):

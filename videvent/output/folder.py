@@ -4,7 +4,9 @@ Files are written into a hidden staging folder beside the destination. Only when
 has succeeded does the staging folder become the destination, by renaming: a new destination
 is one rename; an existing one is renamed aside first (and renamed back if the second rename
 fails), so the destination is always all old or all new. What the earlier folder held beyond
-the results a run replaces (event clips, a watch session's alerts) is then moved across.
+the results a run replaces (event clips, a watch session's alerts) is then moved across, and
+the rest of it removed; both are tried first, and if either cannot be done whole (a file or
+folder made immutable, a read-only mount inside it) the earlier folder is put back.
 
 Every folder videvent makes holds a marker file, ``.videvent-result``; an existing folder
 without it (and without an ``events.json`` of an earlier videvent) is refused, so a user's
@@ -185,6 +187,22 @@ def _new_staging_folder(parent: Path, name: str) -> Path:
             continue
 
 
+def _check_removable(path: Path) -> None:
+    """Raise the OSError that removing ``path`` (a folder: with all it holds) would meet,
+    removing nothing: each entry is renamed in its folder and back, which needs what its
+    removal needs (a folder that can be written, on a writable mount; an entry that is not
+    immutable, append-only or a mount point)."""
+    while True:     # a short name (a long one could be too long), and one not there
+        probe = path.with_name(f".{secrets.token_hex(4)}.{os.getpid()}-probe.partial")
+        if not os.path.lexists(probe):
+            break
+    os.rename(path, probe)
+    os.rename(probe, path)
+    if path.is_dir() and not path.is_symlink():
+        for entry in path.iterdir():
+            _check_removable(entry)
+
+
 class ResultFolder:
     """Stage files for ``destination``; ``commit()`` moves them in, ``discard()`` drops them."""
 
@@ -236,15 +254,64 @@ class ResultFolder:
                 raise
             raise ValueError(f"cannot move the results into '{target}': "
                              f"{error.strerror or error}; it is as it was") from None
+        # The earlier folder, now aside: what it holds beyond the results is moved across and
+        # the rest removed. Both are tried first (every removal by renaming the file in its own
+        # folder and back, which fails where removing it would: an immutable file or folder, a
+        # read-only mount); if either cannot be done whole, the earlier folder is put back.
         try:
-            for item in old.iterdir():
-                if item.name not in replaces and not (target / item.name).exists():
-                    os.replace(item, target / item.name)
+            entries = list(old.iterdir())
+            kept = [item for item in entries
+                    if item.name not in replaces and not (target / item.name).exists()]
+            for item in entries:
+                if item not in kept:
+                    _check_removable(item)
+            moved: list[Path] = []
+            try:
+                for item in kept:
+                    os.rename(item, target / item.name)
+                    moved.append(item)
+            except OSError:
+                try:
+                    for item in reversed(moved):
+                        os.rename(target / item.name, item)
+                except OSError as error:   # the earlier files are split: leave both, say so
+                    raise ValueError(
+                        f"the results are in '{target}', but some files of the earlier run "
+                        f"there are left in '{old}': {error.strerror or error}") from None
+                raise
+        except OSError as error:
+            self._put_back(old, error)
+        try:
             shutil.rmtree(old)
         except OSError as error:
             raise ValueError(f"the results are in '{target}', but some files of the earlier "
                              f"run there are left in '{old}': {error.strerror or error}") from None
         return target
+
+    def _put_back(self, old: Path, error: OSError) -> None:
+        """The new results out of the way, the earlier folder ``old`` back in place: raise
+        the ValueError that names what failed (``error``) and says so."""
+        target = self.destination
+        where = public_name(os.fsdecode(error.filename)) if error.filename else old
+        reason = f"'{where}': {error.strerror or error}"
+        split = ValueError(f"cannot replace the results in '{target}' ({reason}): the new "
+                           f"results are there, the earlier run's files in '{old}'")
+        try:
+            os.rename(target, self.staging)
+        except OSError:
+            raise split from None
+        try:
+            os.rename(old, target)
+        except OSError:
+            try:
+                os.rename(self.staging, target)
+            except OSError:     # both aside, whole: the next run here puts the earlier back
+                raise ValueError(f"cannot replace the results in '{target}' ({reason}): the "
+                                 f"earlier run's files are in '{old}'") from None
+            raise split from None
+        self.discard()
+        raise ValueError(f"cannot replace the results in '{target}': {reason}; it is as it "
+                         f"was") from None
 
     def discard(self) -> None:
         if self.staging is not None:
