@@ -6,6 +6,7 @@ draws boxes on encoded clips. Driven on a file made by ffmpeg with a sound track
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -281,3 +282,54 @@ def test_boxes_asked_of_copied_clips_are_one_warning_line(tmp_path):
         done = run_cli("run", sample("walker")[0], "-d", tmp_path / "other", "-q",
                        "--no-plot", *options)
         assert done.returncode == 0 and done.stderr == "", (options, done.stderr)
+
+
+@pytest.mark.parametrize("failing", ["open", "close"])
+def test_a_clip_that_failed_in_a_watch_leaves_the_next_clip_whole(tmp_path, monkeypatch,
+                                                                   capsys, failing):
+    """A watch whose first clip cannot be written (its file cannot be made, or it cannot be
+    finished: a full disk for a moment) says so once and goes on; the next event's clip is
+    whole, its time before the event too, frame for frame as in a watch where nothing failed
+    (issue 51 found 65 of its 80 frames: the clip sink, resting after the failure, was not
+    given the frames before the next event)."""
+    import errno
+
+    from videvent import live
+    from videvent.output import clips as clip_module
+
+    twice = tmp_path / "twice.mp4"      # the walker twice: two events, 300 frames apart
+    walker = str(sample("walker")[0])
+    subprocess.run([FFMPEG, "-loglevel", "error", "-i", walker, "-i", walker, "-filter_complex",
+                    "[0:v][1:v]concat=n=2:v=1[v]", "-map", "[v]", "-c:v", "libx264",
+                    str(twice)], check=True, capture_output=True, timeout=120)
+
+    def clip_frames(out):
+        return {path.name: len(decoded(path)) for path in sorted(out.glob("*.mp4"))}
+
+    live.watch(twice, out_dir=tmp_path / "whole", plot=False)
+    whole = clip_frames(tmp_path / "whole")
+    assert sorted(whole) == ["twice.event001.mp4", "twice.event002.mp4"], whole
+
+    real = clip_module.VideoWriter
+    made = []
+
+    class FailingOnce(real):
+        def __init__(self, path, *args, **kwargs):
+            made.append(path)
+            if failing == "open" and len(made) == 1:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            super().__init__(path, *args, **kwargs)
+
+        def close(self):
+            if failing == "close" and len(made) == 1:
+                self.discard()
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+            return super().close()
+
+    monkeypatch.setattr(clip_module, "VideoWriter", FailingOnce)
+    capsys.readouterr()
+    live.watch(twice, out_dir=tmp_path / "failed", plot=False)
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "No space left on device; watching on" in said[0], said
+    assert clip_frames(tmp_path / "failed") == {"twice.event002.mp4":
+                                                whole["twice.event002.mp4"]}

@@ -201,8 +201,9 @@ class Session:
 
     A run's results are whole or not written: a sink's failure to write ends it. A live
     session skips what it cannot write (a full disk, a folder gone) and watches on: a sink
-    whose writing fails drops what it had half written and rests until the next event, and
-    ``report(line)`` says so once for each kind of failure.
+    whose writing fails drops what it had half written and rests until the next event (told
+    of the frames meanwhile only by ``on_frame_resting``, to keep what the next event needs),
+    and ``report(line)`` says so once for each kind of failure.
     """
 
     def __init__(self, run, segmenter: EventSegmenter, *, scores_path: Path | None = None,
@@ -353,12 +354,18 @@ class Session:
 
     # -- failures to write -------------------------------------------------------------------
     def _tell(self, method: str, *args) -> None:
-        """Call ``method`` of every sink (live: of every sink not resting)."""
+        """Call ``method`` of every sink (live: of every sink not resting; a resting one is
+        told of frames by its ``on_frame_resting``)."""
         for sink in self.sinks:
             if id(sink) in self._resting:
-                continue
+                # It writes nothing, but keeps what the next event needs (a clip's pre-roll).
+                if method != "on_frame" or not hasattr(sink, "on_frame_resting"):
+                    continue
+                method_here = "on_frame_resting"
+            else:
+                method_here = method
             try:
-                getattr(sink, method)(*args)
+                getattr(sink, method_here)(*args)
             except OSError as error:
                 if not self.live:
                     raise                      # a run's results are whole or not written

@@ -489,18 +489,11 @@ class ClipSink(Sink):
         self._times = (event.start_time_s, event.start_time_s)
 
     def on_frame(self, frame, score, event_number) -> None:
-        if self.mode == "copy":
-            return
-        picture = bgr_picture(frame)
+        picture = self._remember(frame, score, event_number)
         if picture is None:
             return
-        if (self.boxes is not None and event_number is not None
-                and score.residual_image is not None):
-            picture, _ = self.boxes.draw(picture, score.residual_image, score.block_scores,
-                                         self.box_level)
         if self._times is not None:
             self._times = (self._times[0], frame.time_s)
-        self._recent.append((frame.index, picture))
         if self._starting is not None:
             (number, first), self._starting = self._starting, None
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -512,6 +505,26 @@ class ClipSink(Sink):
                     self._write(self._open[1], earlier)
         elif self._open is not None:
             self._write(self._open[1], picture)
+
+    def on_frame_resting(self, frame, score, event_number) -> None:
+        # After a clip failed (a live session goes on): the next clip's time before its
+        # event is still kept, so that clip is whole.
+        self._remember(frame, score, event_number)
+
+    def _remember(self, frame, score, event_number) -> np.ndarray | None:
+        """The frame's picture (boxes drawn, if asked, in an event), kept in the ring of
+        recent ones; None when there is none to keep (copy mode, or no picture)."""
+        if self.mode == "copy":
+            return None
+        picture = bgr_picture(frame)
+        if picture is None:
+            return None
+        if (self.boxes is not None and event_number is not None
+                and score.residual_image is not None):
+            picture, _ = self.boxes.draw(picture, score.residual_image, score.block_scores,
+                                         self.box_level)
+        self._recent.append((frame.index, picture))
+        return picture
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         if self.mode == "copy":
@@ -577,7 +590,9 @@ class ClipSink(Sink):
         self._close()
 
     def discard(self) -> None:
-        clip, self._open = self._open, None
+        # The open clip goes, and with it what was kept of it (not the ring of recent
+        # pictures: the next clip's time before its event).
+        clip, self._open, self._starting, self._times = self._open, None, None, None
         if clip is not None:
             clip[1].discard()
 

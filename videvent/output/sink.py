@@ -38,6 +38,11 @@ class Sink:
         end keeps pictures; ``score.residual_image`` and ``score.block_scores`` are set when
         the detector explains its scores."""
 
+    def on_frame_resting(self, frame, score, event_number: int | None) -> None:
+        """A frame decided while the sink rests after a failure to write (a live session,
+        until the next event): nothing is to be written, but a sink that keeps recent
+        frames for later (a clip's time before its event) keeps this one."""
+
     def on_event_start(self, event) -> None:
         """The segmenter confirmed a new event (its end is not known yet)."""
 
