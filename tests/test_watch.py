@@ -389,6 +389,19 @@ def test_ctrl_c_inside_a_single_cameras_open_ends_the_watch_at_once(tmp_path):
         listener.close()
 
 
+def test_the_readme_says_what_a_signal_inside_a_single_cameras_open_does():
+    """The Guarantees' Signals bullet said a watch exits 0 after a signal also while a camera
+    is blocked in opening, where a single camera's watch stopped inside its open ends as a run
+    does (the test above): the bullet says each case's exit and line."""
+    readme = (ROOT / "README.md").read_text()
+    signals = " ".join(readme.split("* **Signals.**", 1)[1].split("\n* **", 1)[0].split())
+    assert "closes its session cleanly instead (exit 0" in signals
+    assert "stopped before it could be opened" in signals     # waited for between attempts
+    assert ("A watch of a single camera or stream stopped while it is inside its open" in
+            signals and "exit 130 or 143, its one line `videvent: stopped by SIGINT; nothing "
+            "half-written was left`" in signals), signals
+
+
 def catches(pid: int, signal_number: int) -> bool:
     """Whether process ``pid`` has a handler of its own for ``signal_number`` now (the
     kernel's SigCgt mask)."""
