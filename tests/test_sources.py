@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import WAVING_TREES as SHARED_WAVING_TREES
+from conftest import run_cli, sample
 from videvent.sources import Frame, SourceError, open_source
 from videvent.sources.base import spread
 from videvent.sources.images import ImageSequenceSource
@@ -240,6 +242,70 @@ def test_other_containers_read_and_seek(tmp_path, backend, container_format, suf
         assert [frame_number(f.image) for f in source.frames()] == list(range(FRAMES))
         assert [frame_number(f.image) for f in source.frames(20, 23)] == [20, 21, 22]
         assert next(source.frames(30)).time_s == pytest.approx(30 / FPS, abs=1e-3)
+
+
+def write_stuck_timestamps(frames, path: Path, container_format: str, fps: int) -> Path:
+    """``frames`` (BGR pictures) as H.264 without B-frames in ``container_format``, every
+    packet stamped 0 (a recorder whose clock stood still; an MP4 muxer refuses it)."""
+    with av.open(str(path), "w", format=container_format) as container:
+        stream = container.add_stream("libx264", rate=fps, options={"bf": "0"})
+        stream.height, stream.width = frames[0].shape[:2]
+        stream.pix_fmt = "yuv420p"
+        stream.codec_context.time_base = Fraction(1, fps)
+
+        def mux(packets) -> None:
+            for packet in packets:
+                packet.pts = packet.dts = 0
+                container.mux(packet)
+
+        for k, image in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(image, format="bgr24")
+            frame.pts, frame.time_base = k, Fraction(1, fps)
+            mux(stream.encode(frame))
+        mux(stream.encode())
+    return path
+
+
+@pytest.mark.parametrize("container_format, suffix", [("mpegts", "ts"), ("matroska", "mkv")])
+def test_timestamps_that_do_not_increase_time_the_frames_by_their_places(
+        tmp_path, capfd, container_format, suffix):
+    """Every frame stamped the same (issue 51: every time was 0, every event at 00:00:00.000,
+    without a word): the frames are timed by their places at the frame rate, said once in a
+    warning line; a pass from a frame reads its frames (nothing is sought by the timestamps)."""
+    path = write_stuck_timestamps([make_image(i) for i in range(FRAMES)],
+                                  tmp_path / f"stuck.{suffix}", container_format, FPS)
+    with open_source(path, backend="pyav") as source:
+        frames = list(source.frames())
+        assert [frame_number(f.image) for f in frames] == list(range(FRAMES))
+        assert [f.time_s for f in frames] == pytest.approx([i / FPS for i in range(FRAMES)])
+        later = list(source.frames(20, 23))
+        assert [frame_number(f.image) for f in later] == [20, 21, 22]
+        assert [f.time_s for f in later] == pytest.approx([20 / FPS, 21 / FPS, 22 / FPS])
+    err = capfd.readouterr().err
+    assert err.splitlines() == [f"videvent: warning: '{path}': its timestamps do not increase "
+                                f"(frame 1's is not after the one before); its frames are "
+                                f"timed by their place at {FPS} fps instead"], err
+
+
+def test_run_of_a_file_whose_timestamps_stand_still_times_its_events_by_frame(tmp_path):
+    """``videvent run`` of the walker with every frame stamped 0 (Matroska): its event at its
+    frames' times (frame / fps), as the walker's own file gives, and one warning line."""
+    walker, truth = sample("walker")
+    with av.open(str(walker)) as container:
+        pictures = [frame.to_ndarray(format="bgr24") for frame in container.decode(video=0)]
+    path = write_stuck_timestamps(pictures, tmp_path / "stuck.mkv", "matroska", truth["fps"])
+    done = run_cli("run", path, "-d", tmp_path / "out", "-q", "--no-plot")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [f"videvent: warning: '{path}': its timestamps do not "
+                                        f"increase (frame 1's is not after the one before); "
+                                        f"its frames are timed by their place at 15 fps "
+                                        f"instead"], done.stderr
+    events = json.loads((tmp_path / "out" / "events.json").read_text())["events"]
+    assert events
+    for event in events:
+        assert event["start_time_s"] == pytest.approx(event["start_frame"] / 15, abs=1e-6)
+        assert event["end_time_s"] == pytest.approx(event["end_frame"] / 15, abs=1e-6)
+        assert event["start_time_s"] > 5
 
 
 @pytest.mark.parametrize("backend", ["pyav", "opencv"])

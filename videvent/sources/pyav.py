@@ -3,8 +3,9 @@
 Decoding is frame-threaded; grey frames come straight from the luma plane, or scaled to the
 size the caller works at inside FFmpeg (area averaging, as the preprocessing does); frame
 times come from the container's timestamps, and seeking goes to the keyframe before the wanted
-frame. Frames lost to damaged data come out as `image=None` in their place instead of as
-errors.
+frame; timestamps that do not increase (every frame's the same, or going back) are set aside,
+in one warning line, for the frames' places at the frame rate, and nothing is sought by them.
+Frames lost to damaged data come out as `image=None` in their place instead of as errors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import heapq
 import itertools
 import os
 import stat
+import sys
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +47,9 @@ SMALL_FILE_PIXELS = 5e8
 # Frames a decoder may output between failing on a packet and reporting it: FFmpeg's automatic
 # frame threads (at most 16) plus B-frame reordering.
 _MATCH_WINDOW = 24
+# The files whose timestamps were said not to increase: once a file in a process, however
+# often it is opened (batch opens it to plan, then to scan).
+_SAID_NOT_INCREASING: set[str] = set()
 
 
 class PyAVSource(FrameSource):
@@ -71,21 +76,31 @@ class PyAVSource(FrameSource):
             self._stream_index = stream.index
             self._time_base = stream.time_base
             self.fps, self.fps_assumed = frame_rate(_nominal_fps(stream), fps)
-            self.frame_count = _frame_count(container, stream, self.fps)
+            # Whether the frames' timestamps increase (False once one is not after the one
+            # before: the times are then the frames' places at the frame rate, and nothing is
+            # sought by them).
+            self._increasing = True
             # Decode up to the first good frame: it proves the file is readable and gives the
-            # true size and the timestamp that frame 0 (time 0) stands for.
+            # true size and the timestamp that frame 0 (time 0) stands for; and one more, to
+            # see that the timestamps increase.
             self._origin_pts = None
             items = _decoded(container, self._video_stream(container))
-            read = []
+            read, found = [], False
             for pts, frame in items:
                 read.append((pts, frame))
+                if found:
+                    break
                 if self._origin_pts is None:
                     self._origin_pts = pts
                 if frame is not None:
                     self.width, self.height = frame.width, frame.height
-                    break
-            else:
+                    found = True
+            if not found:
                 raise SourceError(f"cannot read {self.uri!r}: no video frame could be decoded")
+            self._check_timestamps([pts for pts, _ in read])
+            # The container's count; not one from its duration, of timestamps that are not.
+            self.frame_count = (_frame_count(container, stream, self.fps) if self._increasing
+                                else stream.frames or None)
             if self.read_once:
                 self._kept = container, itertools.chain(read, items)
         finally:
@@ -110,7 +125,8 @@ class PyAVSource(FrameSource):
         self._check_pass(0, None)
         if not self.frame_count or count < 1:
             return
-        if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS:
+        if self.frame_count * self.width * self.height <= SMALL_FILE_PIXELS \
+                or not self._increasing:          # (nothing is sought by its timestamps)
             wanted = set(spread(self.frame_count, count))
             yield from (frame for frame in self._frames(0, max(wanted) + 1, size,
                                                         sample=True)
@@ -190,9 +206,14 @@ class PyAVSource(FrameSource):
             # Reformatters for the pass: to_ndarray(format=...) sets up a new swscale context
             # for every frame, which made BGR output 1.4x slower.
             reformatter = _Reformatters()
+            previous = None
             for pts, frame in items:
                 if end is not None and index >= end:
                     break
+                if pts is not None:
+                    if previous is not None and pts <= previous:
+                        self._not_increasing(index)
+                    previous = pts
                 if index >= start:
                     yield self._frame(index, pts, frame, reformatter,
                                       _sample_size(frame, size) if sample else size)
@@ -253,7 +274,7 @@ class PyAVSource(FrameSource):
     def _seek_keyframe(self, container: av.container.InputContainer, stream: av.VideoStream,
                        start: int) -> bool:
         """Seek the demuxer to the keyframe at or before frame ``start``; False if it cannot."""
-        if self._origin_pts is None:
+        if self._origin_pts is None or not self._increasing:
             return False
         target = self._origin_pts + round(start / self.fps / self._time_base)
         try:
@@ -315,9 +336,37 @@ class PyAVSource(FrameSource):
             threads=1).to_ndarray()
 
     def _time(self, pts: int | None, index: int) -> float:
-        if pts is None or self._origin_pts is None:
+        if pts is None or self._origin_pts is None or not self._increasing:
             return index / self.fps
         return float((pts - self._origin_pts) * self._time_base)
+
+    def _check_timestamps(self, stamps: list[int | None]) -> None:
+        """The first frames' timestamps: none at all (a raw H.264 stream), or one not after
+        the one before, is said (the frames are timed by their places)."""
+        if len(stamps) > 1 and all(pts is None for pts in stamps):
+            self._not_increasing(None)
+        previous = None
+        for index, pts in enumerate(stamps):
+            if pts is not None:
+                if previous is not None and pts <= previous:
+                    self._not_increasing(index)
+                previous = pts
+
+    def _not_increasing(self, index: int | None) -> None:
+        """Frame ``index``'s timestamp is not after the one before (None: the frames have
+        none): from now on every time is the frame's place at the frame rate, nothing is
+        sought by the timestamps, and one line says so (a file whose frames all had the same
+        put every event at 0 s)."""
+        if not self._increasing:
+            return
+        self._increasing = False
+        if self.uri in _SAID_NOT_INCREASING:
+            return
+        _SAID_NOT_INCREASING.add(self.uri)
+        why = ("its frames have no timestamps" if index is None else
+               f"its timestamps do not increase (frame {index}'s is not after the one before)")
+        print(f"videvent: warning: '{self.uri}': {why}; its frames are timed by their place "
+              f"at {self.fps:g} fps instead", file=sys.stderr, flush=True)
 
 
 def _sample_size(frame: av.VideoFrame | None, size: tuple[int, int] | None
