@@ -651,21 +651,26 @@ def test_connections_that_showed_the_token_are_never_evicted_and_keep_their_quar
     assert "Traceback" not in capfd.readouterr().err
 
 
-def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
-    """A camera number thousands of digits long, JSON nested 100 000 deep or too big, and a
-    cookie that is not UTF-8: each is refused with a 4xx and nothing is printed."""
+def started_with_raw_requests(tmp_path):
+    """A dashboard with one camera, started; its address; and ``raw(request)``, which sends
+    ``request`` as bytes on a connection of its own and gives the answer's status."""
     import socket
 
     dashboard = Dashboard(region_file=tmp_path / "regions.txt")
     dashboard.add_camera("gate")
     base = dashboard.start()
-    port = dashboard.port
 
     def raw(request: bytes) -> int:
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        with socket.create_connection(("127.0.0.1", dashboard.port), timeout=30) as connection:
             connection.sendall(request)
             return int(connection.recv(100).split(b" ")[1])
+    return dashboard, base, raw
 
+
+def test_hostile_requests_get_a_refusal_never_a_traceback(tmp_path, capfd):
+    """A camera number thousands of digits long, JSON nested 100 000 deep or too big, and a
+    cookie that is not UTF-8: each is refused with a 4xx and nothing is printed."""
+    dashboard, base, raw = started_with_raw_requests(tmp_path)
     try:
         assert status_of(base + "cameras/" + "9" * 5000 + "/picture.jpg") == 404
         assert status_of(base + "cameras/0/events/" + "9" * 5000 + "/clip") == 404
@@ -686,18 +691,7 @@ def test_a_host_or_charset_python_cannot_read_is_a_4xx_not_a_500(tmp_path, capfd
     """Issue 51: a Host whose port is past 65535 or whose bytes are no host name (the loopback
     check reads it), and a POST of JSON in a charset Python does not know: each is refused
     with a 4xx and nothing is printed; the server answers the next request."""
-    import socket
-
-    dashboard = Dashboard(region_file=tmp_path / "regions.txt")
-    dashboard.add_camera("gate")
-    base = dashboard.start()
-    port = dashboard.port
-
-    def raw(request: bytes) -> int:
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
-            connection.sendall(request)
-            return int(connection.recv(100).split(b" ")[1])
-
+    dashboard, base, raw = started_with_raw_requests(tmp_path)
     body = b'{"polygons": []}'
     try:
         for host in (b"127.0.0.1:99999999999999999999", b"127.0.0.1:65536", b"\xff\xfe"):
