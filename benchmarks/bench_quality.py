@@ -40,7 +40,9 @@ to the source, so the perturbation is what differs:
 - ``half_size``: width and height halved (kept even);
 - ``mid_clip``: as ``--started-mid-event``;
 - ``noise``: Gaussian sensor noise, sigma 4 grey levels, on every pixel (a fixed seed a clip);
-- ``gamma_0.7``, ``gamma_1.4``: each level v to 255 (v / 255) ** gamma (brighter, darker).
+- ``gamma_0.7``, ``gamma_1.4``: each level v to 255 (v / 255) ** gamma (brighter, darker);
+- ``mjpeg``: an AVI of Motion JPEG at FFmpeg's default rate control (its quantiser changes from
+  frame to frame, about 280 kbit/s at 384x216), as cheap cameras and DVRs record.
 
 It prints one row per clip and perturbation with each configuration's F1 and its difference
 from the same configuration's native F1 on that clip; then each perturbation's mean F1 and how
@@ -174,6 +176,34 @@ def low_frame_rate(work: Path, clips: dict, step: int = LOW_RATE_STEP) -> Path:
     return write_clips(work, described)
 
 
+def motion_jpeg(work: Path, clips: dict) -> Path:
+    """``clips``, each encoded in ``work`` as an AVI of Motion JPEG with FFmpeg's defaults
+    (``ffmpeg -i clip -c:v mjpeg clip.avi``), from its decoded pictures so that every frame
+    keeps its place; labels as they are. Returns the clips file describing them."""
+    described = {}
+    for name, clip in clips.items():
+        path = work / name / f"{name}.avi"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            source = DEVSET.parent / clip["folder"] / clip["source"]
+            with open_source(source, colour=True, fps=clip.get("fps")) as video:
+                partial = path.with_suffix(".partial.avi")
+                encoder = subprocess.Popen(
+                    ["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
+                     "-s", f"{video.width}x{video.height}", "-r", f"{video.fps}", "-i", "-",
+                     "-c:v", "mjpeg", str(partial)], stdin=subprocess.PIPE)
+                picture = None
+                for frame in video.frames(0, clip["frames"]):
+                    picture = picture if frame.image is None else frame.image
+                    encoder.stdin.write(np.ascontiguousarray(picture).tobytes())
+                encoder.stdin.close()
+                if encoder.wait() != 0:
+                    raise SystemExit(f"ffmpeg could not encode {name} as Motion JPEG")
+            partial.replace(path)
+        described[name] = {**clip, "folder": name, "source": path.name}
+    return write_clips(work, described)
+
+
 def native(work: Path, clips: dict) -> Path:
     """``clips`` as they are: each file where it is (the scorer joins a folder to the set's own,
     so an absolute one stands), but an image sequence, which videvent would take for
@@ -221,6 +251,7 @@ PERTURBATIONS = {
                                                  transform_for=lambda name: gamma_curve(0.7)),
     "gamma_1.4": lambda work, clips: same_labels(work, clips, FAITHFUL_CRF,
                                                  transform_for=lambda name: gamma_curve(1.4)),
+    "mjpeg": motion_jpeg,
 }
 
 
