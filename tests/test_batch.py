@@ -306,7 +306,7 @@ def test_chunk_boundaries_are_checked_frame_by_frame(long_clip, chunks_apart, mo
 
     # A chunk scored again must begin with the chunk's own first frames. Whether a chunk is
     # scored again depends on the backgrounds its passes settled on, which differ from one
-    # processor to another (README, Guarantees): here every chunk from a look-back is.
+    # processor to another (docs/guarantees.md): here every chunk from a look-back is.
     monkeypatch.setattr(chunked, "holds_same_background", lambda *states: False)
     spoiled = []
 

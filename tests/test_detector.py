@@ -486,7 +486,7 @@ def test_a_pass_started_its_look_back_before_a_place_gives_the_verdicts_from_the
     the frames of its start age out; someone else comes much later. Compared at a frame, the
     two passes say whether they hold the same background: not while the ghost lasts.
     (Where two backgrounds each hold themselves, which one a pass keeps depends on its start:
-    see the README.)"""
+    see docs/how-it-works.md.)"""
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 800), 0, 59)
     add_patch(frames, 700, 740, where=OTHER)

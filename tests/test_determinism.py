@@ -1,5 +1,5 @@
 """The same file gives the same verdicts whatever runs it: the machine's cores, a Dask
-worker's thread settings, other passes in the same process (README, Guarantees)."""
+worker's thread settings, other passes in the same process (docs/guarantees.md)."""
 
 from __future__ import annotations
 

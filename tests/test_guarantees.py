@@ -1,4 +1,4 @@
-"""The README's guarantees, driven as a user meets them: nothing of the user's is replaced,
+"""The guarantees (docs/guarantees.md), driven as a user meets them: nothing of the user's is replaced,
 bad names are refused before any work, nothing half-written is left (not even by a signal or
 a crash), and every error is one line with its documented exit code."""
 

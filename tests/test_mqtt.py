@@ -746,7 +746,7 @@ def test_a_watch_serving_its_dashboard_gives_home_assistant_urls_of_its_pictures
                                                                                   tmp_path):
     """``videvent watch STREAM --mqtt ... --serve 127.0.0.1:0``: the event's thumbnail can be
     fetched at the address its MQTT message gives while the watch runs, the end message names
-    the clip's address, and ``mosquitto_sub`` (as the README shows) sees the discovery."""
+    the clip's address, and ``mosquitto_sub`` (as docs/watch.md shows) sees the discovery."""
     broker.start()
     subscriber = Subscriber(broker.port, topics=("videvent/#", "homeassistant/#"))
     camera = Stream()

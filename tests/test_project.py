@@ -1,4 +1,5 @@
-"""Project hygiene a user relies on: the README's commands are the ones CI runs."""
+"""Project hygiene a user relies on: the README's commands are the ones CI runs, and the
+documentation holds together."""
 
 import re
 import shutil
@@ -12,6 +13,14 @@ from conftest import ROOT
 
 def readme_commands() -> list[str]:
     return re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text())
+
+
+def markdown_files() -> list:
+    """The project's own Markdown: the README, docs/, the benchmarks' and notebooks' pages,
+    the changelog."""
+    return [path for path in sorted(ROOT.rglob("*.md"))
+            if not {".git", ".venv", "node_modules"} & set(path.relative_to(ROOT).parts)
+            and not path.name.endswith(".NOTICE.md")]
 
 
 def test_ci_runs_the_readme_test_command_exactly():
@@ -42,9 +51,28 @@ def test_readme_python_example_runs_as_written(tmp_path):
 
 
 def test_readme_tables_are_not_cut_by_blank_lines():
-    lines = (ROOT / "README.md").read_text().splitlines()
-    for before, blank, after in zip(lines, lines[1:], lines[2:]):
-        assert not (before.startswith("|") and not blank.strip() and after.startswith("|")), before
+    for path in markdown_files():
+        lines = path.read_text().splitlines()
+        for before, blank, after in zip(lines, lines[1:], lines[2:]):
+            assert not (before.startswith("|") and not blank.strip()
+                        and after.startswith("|")), (path, before)
+
+
+def test_every_relative_link_in_the_documentation_leads_somewhere():
+    links = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+    for path in markdown_files():
+        text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+        for target in links.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            assert (path.parent / target).exists(), (path.relative_to(ROOT), target)
+
+
+def test_the_readme_is_short_and_its_documentation_is_in_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 300
+    for page in ("run", "watch", "batch", "api", "guarantees", "how-it-works", "paper"):
+        assert f"(docs/{page}.md)" in readme, page
 
 
 def test_top_level_help_gives_each_command_a_whole_sentence():
@@ -231,15 +259,15 @@ def test_only_the_engine_scores_frames():
 
 
 def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
-    """The limits the README promises are the code's: connections in all and per client, the
+    """The limits docs/guarantees.md promises are the code's: connections in all and per client, the
     request timeout, the region editor's body and point caps, the MQTT event queue; what is
     redacted; and how to serve the dashboard behind a reverse proxy (what it streams)."""
     from videvent.dashboard import connections, server
     from videvent.output import mqtt
     from videvent.regions import MAX_POINTS
 
-    readme = (ROOT / "README.md").read_text()
-    guarantees = readme.split("### Guarantees", 1)[1].split("\n### ", 1)[0]
+    guarantees = (ROOT / "docs" / "guarantees.md").read_text()
+    watch = (ROOT / "docs" / "watch.md").read_text()
     flat = " ".join(guarantees.split())
     assert f"at most {connections.MAX_CONNECTIONS} connections in all" in flat
     assert f"{connections.MAX_PER_CLIENT} from one client address" in flat
@@ -250,13 +278,13 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
     assert f"3 to {MAX_POINTS:,}".replace(",", " ") + " points" in flat
     assert f"{mqtt.EVENT_QUEUE_LENGTH:,}".replace(",", " ") + " messages" in flat
     assert "delivered only once the broker acknowledged it" in flat
-    section = " ".join(readme.split("### MQTT", 1)[1].split("\n### ", 1)[0].split())
+    section = " ".join(watch.split("## MQTT", 1)[1].split("\n## ", 1)[0].split())
     assert f"MQTT's keepalive of {mqtt.KEEPALIVE_S} s" in section      # how soon it is noticed
     for redacted in ("password", "query parameter", "VIDEVENT_MQTT_PASSWORD", "token",
                      "constant time"):
         assert redacted in flat, redacted
-    dashboard = " ".join(readme.split("### The live dashboard", 1)[1]
-                         .split("\n### ", 1)[0].split())
+    dashboard = " ".join(watch.split("## The live dashboard", 1)[1]
+                         .split("\n## ", 1)[0].split())
     assert "Behind a reverse proxy" in dashboard and "```nginx" in dashboard
     for fact in ("proxy_pass http://127.0.0.1:", "proxy_buffering off", "/api/stream",
                  "/cameras/N/mjpeg", "X-Forwarded-For", "not trusted", "no WebSocket"):

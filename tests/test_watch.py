@@ -393,8 +393,8 @@ def test_the_readme_says_what_a_signal_inside_a_single_cameras_open_does():
     """The Guarantees' Signals bullet said a watch exits 0 after a signal also while a camera
     is blocked in opening, where a single camera's watch stopped inside its open ends as a run
     does (the test above): the bullet says each case's exit and line."""
-    readme = (ROOT / "README.md").read_text()
-    signals = " ".join(readme.split("* **Signals.**", 1)[1].split("\n* **", 1)[0].split())
+    guarantees = (ROOT / "docs" / "guarantees.md").read_text()
+    signals = " ".join(guarantees.split("* **Signals.**", 1)[1].split("\n* **", 1)[0].split())
     assert "closes its session cleanly instead (exit 0" in signals
     assert "stopped before it could be opened" in signals     # waited for between attempts
     assert ("A watch of a single camera or stream stopped while it is inside its open" in

@@ -63,7 +63,7 @@ source = "http://127.0.0.1:{dead.getsockname()[1]}/"
         watch.wait_for("session_start", 30, camera="door")
         # The person found at their moment of the stream. (Its own settings, a window of 60
         # frames and a threshold of 6.5, can also flag the first gust of the tree while the
-        # model holds its first ten frames: a warm-up's statistics, see the README.)
+        # model holds its first ten frames: a warm-up's statistics, see docs/how-it-works.md.)
         found = [watch.wait_for("start", 30, camera="door", event=number) for number in (1, 2)]
         entry = next(start for start in found if at_the_persons_entry(start))
         watch.wait_for("end", 30, camera="door", event=entry["event"])

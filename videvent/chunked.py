@@ -7,7 +7,7 @@ window's memory reaches), as ``videvent run --start-time`` would start there. It
 the chunks in order. Each chunk's detector at its start must hold the same background as the
 one the chunk before it ended with (``holds_background_of``), and then its verdicts stand.
 Where it does not (in a scene occupied most of the time, which background a pass holds
-depends on where it started: README, the chunked scan), the chunk is scored again from that
+depends on where it started: docs/batch.md), the chunk is scored again from that
 state, which gives exactly the verdicts of the pass from the video's start. That, and the
 verdicts going through one session (an event across a boundary is one event), is all that
 runs in order.

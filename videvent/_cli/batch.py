@@ -53,7 +53,7 @@ def _finite(_ctx, _param, value: float | None) -> float | None:
               callback=_finite,
               help="Score videos longer than this in parallel chunks of this length, each "
                    "warmed up on the detector's look-back before it (five background spans: "
-                   "5 minutes by default); events as `run` finds them (see README). At least "
+                   "5 minutes by default); events as `run` finds them (see docs/batch.md). At least "
                    "one background span (--background-span, 1 minute by default; the "
                    "window's -w frames at least): a shorter chunk would be mostly warm-up.")
 @no_plot_option

@@ -89,7 +89,7 @@ def brightness_of(x: np.ndarray) -> float:
 # Which frame a new one replaces: the oldest of those the last refit outvoted (event frames),
 # so the window keeps its background frames while a presence lasts; but never a frame older
 # than this many windows' worth of learning, so the model follows a scene that changed slowly
-# (the README's ablation gives what it is worth).
+# (the ablation in benchmarks/README.md gives what it is worth).
 MAX_AGE_IN_WINDOWS = 5
 # Frames learned while the model found them unusual (``learn_one(unusual=True)``: a presence)
 # hold at most this share of the frames in the window, full or not; past it, such a frame

@@ -447,7 +447,7 @@ class SubspaceWindowDetector:
         different places, compared at the same frame: where one learned someone as the scene
         and the other the empty scene (see ``look_back``), they do not, however alike their
         recent verdicts were. Where they do, they went on alike on the dev clips but for
-        events at the threshold (README, the chunked scan)."""
+        events at the threshold (docs/batch.md, the chunked scan)."""
         return (self.judge.explains(other.model.background_frames())
                 and other.judge.explains(self.model.background_frames()))
 
