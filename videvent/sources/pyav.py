@@ -210,10 +210,7 @@ class PyAVSource(FrameSource):
             for pts, frame in items:
                 if end is not None and index >= end:
                     break
-                if pts is not None:
-                    if previous is not None and pts <= previous:
-                        self._not_increasing(index)
-                    previous = pts
+                previous = self._check_order(index, pts, previous)
                 if index >= start:
                     yield self._frame(index, pts, frame, reformatter,
                                       _sample_size(frame, size) if sample else size)
@@ -347,10 +344,16 @@ class PyAVSource(FrameSource):
             self._not_increasing(None)
         previous = None
         for index, pts in enumerate(stamps):
-            if pts is not None:
-                if previous is not None and pts <= previous:
-                    self._not_increasing(index)
-                previous = pts
+            previous = self._check_order(index, pts, previous)
+
+    def _check_order(self, index: int, pts: int | None, previous: int | None) -> int | None:
+        """Frame ``index``'s timestamp against the last one seen before it (``previous``);
+        returns the one the next frame's is compared with."""
+        if pts is None:
+            return previous
+        if previous is not None and pts <= previous:
+            self._not_increasing(index)
+        return pts
 
     def _not_increasing(self, index: int | None) -> None:
         """Frame ``index``'s timestamp is not after the one before (None: the frames have
