@@ -172,7 +172,7 @@ def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
 
     run_command = cli.commands["run"]
     options = {name for param in run_command.params for name in getattr(param, "opts", ())}
-    documented = (ROOT / "docs" / "run.md").read_text()
+    documented = "".join((ROOT / "docs" / page).read_text() for page in ("run.md", "watch.md"))
     for name in SPECS:
         assert f"--{option_name(name)}" in options, name
         assert f"--{option_name(name)}" in documented, name
@@ -183,8 +183,8 @@ def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
                      for name in getattr(param, "opts", ())}
     for name in WATCH_SPECS:
         assert f"--{option_name(name)}" in watch_options, name
-        assert f"--{option_name(name)}" in readme, name
-        assert f"`{option_name(name)}`" in readme, name
+        assert f"--{option_name(name)}" in documented, name
+        assert f"`{option_name(name)}`" in documented, name
     # The config file is checked by the same declarations as the options.
     config = tmp_path / "videvent.toml"
     config.write_text("[run]\ninlier-fraction = 2.0\n")
