@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_run import Discard, loop_clip  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
 from videvent.engine import Engine  # noqa: E402
-from videvent.passes import open_for, prepare  # noqa: E402
+from videvent.passes import detector_for, open_for, prepare  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 
 DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
@@ -110,7 +110,7 @@ def same_background(video: Path, place_s: float, starts: list[float]) -> list[bo
 
 def look_back_seconds(fps: float = 25.0) -> float:
     """``SubspaceWindowDetector.look_back`` at the default settings, in seconds."""
-    detector = SubspaceWindowDetector.from_settings(Settings(), (90, 160), fps)
+    detector = detector_for(Settings(), (90, 160), fps)
     return detector.look_back / fps
 
 

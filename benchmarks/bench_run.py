@@ -40,9 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from videvent import synthetic  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
-from videvent.detectors.subspace_window import frame_parameters  # noqa: E402
 from videvent.engine import Engine  # noqa: E402
-from videvent.passes import prepare  # noqa: E402
+from videvent.passes import detector_parameters, prepare  # noqa: E402
 from videvent.preprocess import Preprocessor, working_size  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
 from videvent.sources import Frame, open_source  # noqa: E402
@@ -218,7 +217,7 @@ def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:
         frames = [preprocess(f.image) for f, _ in zip(source.frames(), range(100 + steps))]
     with threadpool_limits(1, "blas"):
         # Learning every frame (stride 1) refits at every frame: the detector's worst case.
-        parameters = {**frame_parameters(Settings(), FPS), "stride": 1, "warmup": 1,
+        parameters = {**detector_parameters(Settings(), FPS), "stride": 1, "warmup": 1,
                       "static_after": None, "refit_every": 1}
         detector = SubspaceWindowDetector((height, width), **parameters)
         for x in frames[:100]:

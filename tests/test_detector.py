@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from videvent.detectors import SubspaceWindowDetector
-from videvent.detectors import background
+from videvent.detectors import subspace_window
 from videvent.detectors.background import SubspaceBackground, neighbour_max
-from videvent.detectors.policy import LearningSchedule
+from videvent.detectors.policy import (MAX_AGE_IN_WINDOWS, UNUSUAL_SHARE, Forgetting,
+                                       LearningSchedule)
 from videvent.preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT
 from videvent.rpca import recovery_error, sncp_scores
 from videvent.rpca.subspace import principal_directions
@@ -60,6 +61,14 @@ def feed(detector, frames, start=0):
             for i, x in enumerate(frames)]
 
 
+def learn(model, x, **options):
+    """``model`` learns ``x`` in the slot the policy's forgetting gives (frames learned
+    usual)."""
+    forgetting = Forgetting(model.window, max_age=MAX_AGE_IN_WINDOWS * model.window,
+                            presence_share=UNUSUAL_SHARE)
+    model.learn_one(x, forgetting.slot(model, False), **options)
+
+
 def scores_of(results):
     return np.array([r.score for r in results])
 
@@ -67,7 +76,7 @@ def scores_of(results):
 def test_rolling_gram_matrix_equals_the_window_products():
     model = Model(window=20, blocks=16)
     for x in scene(np.random.default_rng(0), 53):
-        model.learn_one(x.ravel())
+        learn(model, x.ravel())
     X = model.frames_.astype(np.float64)
     np.testing.assert_allclose(model.gram_, X @ X.T, rtol=1e-5)
 
@@ -84,7 +93,7 @@ def test_a_refits_window_energies_are_each_frames_own_block_energies(shape, ligh
     frames = rng.uniform(20, 200, size=(3, *shape)).astype(np.float32)
     for i in range(21):
         x = (frames[i % 3] * (1 + 0.01 * i) + rng.normal(0, 2, shape)).astype(np.float32)
-        model.learn_one(x.ravel())
+        learn(model, x.ravel())
     alone = []
     for x in model.frames_:
         outside = x - model.basis_ @ (model.basis_.T @ x)
@@ -116,7 +125,7 @@ def test_refit_gives_the_papers_subspace_of_the_window():
     frames = scene(rng, 40).reshape(40, -1)
     frames[::7] += rng.uniform(0, 80, size=frames[::7].shape).astype(np.float32)  # outliers
     for x in frames:
-        model.learn_one(x)
+        learn(model, x)
     D = model.frames_.T.astype(np.float64)
     projection = principal_directions(D, 10)
     Y = projection.T @ D
@@ -130,10 +139,10 @@ def test_the_model_says_which_learned_frames_span_its_background():
     frames = add_patch(scene(np.random.default_rng(2), 40), 30, 34)   # learned as 30..34
     model = Model(window=40, refit_every=1)
     for x in frames[:39]:
-        model.learn_one(x.ravel())
+        learn(model, x.ravel())
     assert model.spans_any({3, 20}) and not model.spans_any({30, 31, 34})   # 30..34 outvoted
     assert not model.spans_any(set()) and not model.spans_any({99})         # never learned
-    model.learn_one(frames[39].ravel(), refit=False)        # no refit since: it may span yet
+    learn(model, frames[39].ravel(), refit=False)        # no refit since: it may span yet
     assert model.spans_any({39})
 
 
@@ -141,7 +150,7 @@ def test_basis_stays_orthonormal_when_the_window_spans_fewer_dimensions_than_ran
     picture = scene(np.random.default_rng(2), 1)[0].ravel()
     model = Model(window=30, rank=3, blocks=16)
     for scale in np.linspace(1, 2, 60):
-        model.learn_one((scale * picture).astype(np.float32))  # a rank-1 window
+        learn(model, (scale * picture).astype(np.float32))  # a rank-1 window
     basis = model.basis_.astype(np.float64)
     assert np.isfinite(basis).all() and 1 <= basis.shape[1] <= 3
     np.testing.assert_allclose(basis.T @ basis, np.eye(basis.shape[1]), atol=1e-4)
@@ -289,7 +298,7 @@ def test_a_presence_never_becomes_the_windows_majority(window, stride, warmup, f
     assert (scores[first:last + 1] > 7).all()
     assert (scores[last + 6:] < 4.5).all()
     held = detector.model.n_filled_
-    assert detector.model.unusual_[:held].sum() <= held / 3
+    assert detector.judge.forgetting.unusual_[:held].sum() <= held / 3
 
 
 @pytest.mark.parametrize("noise", [1.0, 8.0])
@@ -515,7 +524,7 @@ def test_a_pass_started_its_look_back_before_a_place_gives_the_verdicts_from_the
     assert not from_start[200].holds_background_of(scan(100, 200)[1][200])
     assert from_start[place].holds_background_of(started_later[place])
     # A window that kept its start's frames for good would still see the ghost there.
-    monkeypatch.setattr(background, "MAX_AGE_IN_WINDOWS", 10 ** 6)
+    monkeypatch.setattr(subspace_window, "MAX_AGE_IN_WINDOWS", 10 ** 6)
     unbounded = scores_of(scan(0, 700)[0])
     assert (unbounded[place:] > 4.5).all()
 

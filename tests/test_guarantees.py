@@ -1112,10 +1112,10 @@ def test_a_chunk_length_or_a_number_that_is_no_length_is_refused_up_front(tmp_pa
 def test_the_smallest_usable_settings_score_frames(tmp_path):
     """The ends of the ranges the lines above give all work: blocks one pixel each, the
     working picture 8 pixels across, the smallest window."""
-    from videvent.detectors.background import MIN_HISTORY
+    from videvent.detectors.background import MIN_SAMPLES
     from videvent.settings import SPECS
 
-    assert SPECS["window"].minimum == MIN_HISTORY
+    assert SPECS["window"].minimum == MIN_SAMPLES
     for options in (["--blocks", "160"], ["-df", "40", "--blocks", "8"], ["-df", "20"],
                     ["-w", "5", "--rank", "1", "--projection-dim", "1",
                      "--background-span", "5"]):

@@ -5,7 +5,8 @@ import numpy as np
 
 from videvent.detectors import SubspaceWindowDetector
 from videvent.detectors.background import neighbour_max
-from videvent.detectors.motion import MIN_CHANGES, MotionEvidence
+from videvent.detectors.background import MIN_SAMPLES
+from videvent.detectors.motion import MotionEvidence
 
 SHAPE = (48, 64)
 GRID = (6, 5)                        # (columns, rows): blocks of about 10 x 10 pixels
@@ -27,8 +28,8 @@ def scores(motion, frames):
 
 def test_nothing_is_scored_until_the_history_says_something():
     motion = MotionEvidence(SHAPE, GRID, history=50, refresh=5)
-    result = scores(motion, still_scene(np.random.default_rng(0), MIN_CHANGES + 3))
-    assert np.isnan(result[:MIN_CHANGES + 1]).all() and np.isfinite(result[MIN_CHANGES + 1:]).all()
+    result = scores(motion, still_scene(np.random.default_rng(0), MIN_SAMPLES + 3))
+    assert np.isnan(result[:MIN_SAMPLES + 1]).all() and np.isfinite(result[MIN_SAMPLES + 1:]).all()
 
 
 def test_something_moving_into_a_still_place_scores_and_a_still_scene_does_not():

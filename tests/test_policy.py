@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from videvent.detectors.base import FrameScore
-from videvent.detectors.policy import (MIN_RECENT, SETTLED_MOTION, DarkScene, FrozenPicture,
+from videvent.detectors.policy import (MIN_SAMPLES, SETTLED_MOTION, DarkScene, FrozenPicture,
                                        LightSwitch, StartReference, StaticRegions)
 from videvent.preprocess import FROZEN
 
@@ -147,7 +147,7 @@ def test_darkness_becomes_the_background_and_a_still_picture_settles_out_of_it()
 
 def test_a_brightness_step_scores_and_a_switched_light_lasts_until_it_settles():
     light = LightSwitch(scale=0.1, hot=HOT, settle_frames=3)
-    recent = deque([0.0] * (MIN_RECENT - 1), maxlen=20)
+    recent = deque([0.0] * (MIN_SAMPLES - 1), maxlen=20)
     assert light.score(0.0, recent) == 0.0            # too few recent frames to say
     recent.append(0.0)
     assert light.score(0.2, recent) == pytest.approx(2.0)          # a 20% step, not a switch

@@ -13,8 +13,8 @@ from conftest import run_cli, sample
 from videvent import synthetic
 from videvent.output import read_scores
 from videvent.output.video import VideoWriter
-from videvent.detectors import SubspaceWindowDetector
-from videvent.passes import build_segmenter
+
+from videvent.passes import build_segmenter, detector_for
 from videvent.preprocess import BLANK, OK, Preprocessor, frame_health, working_size
 from videvent.regions import (RegionError, Regions, covered_pixels, load_region_file,
                               parse_polygon, save_region_file)
@@ -204,8 +204,7 @@ def detect(clip, frames, regions):
     settings = Settings()
     width, height = working_size(*clip.size, max_side=settings.working_size)
     preprocess = Preprocessor(width, height, regions=regions, source_size=clip.size)
-    detector = SubspaceWindowDetector.from_settings(settings, (height, width), clip.fps,
-                                                    watched=preprocess.watched)
+    detector = detector_for(settings, (height, width), clip.fps, watched=preprocess.watched)
     segmenter = build_segmenter(settings, clip.fps)
     outside = (np.zeros((height, width), bool) if preprocess.watched is None
                else ~preprocess.watched.reshape(height, width))

@@ -26,7 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .detectors import FrameScore, SubspaceWindowDetector
-from .passes import Pass, build_segmenter
+from .passes import Pass, build_segmenter, detector_for
 from .reader import ReadAhead
 from .sources import Frame
 from .sources.live import SourceNews
@@ -167,9 +167,8 @@ class Comparison:
     def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
         settings, fps = run.settings, run.source.fps
         self.methods = methods
-        self.detectors = {method: SubspaceWindowDetector.from_settings(
-                              settings, run.frame_shape, fps, method=method,
-                              watched=run.preprocess.watched)
+        self.detectors = {method: detector_for(settings, run.frame_shape, fps, method=method,
+                                               watched=run.preprocess.watched)
                           for method in methods if method != settings.method}
         self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")

@@ -2,7 +2,8 @@
 
 Every front end opens its source here (``open_for``) and prepares its pass here
 (``prepare``): the frame range, the regions checked against the picture, the preprocessing,
-the detector and the segmenter. A setting that cannot work at the source's frame rate is a
+the detector (``detector_for``: the one place the settings' times become the detector's frames)
+and the segmenter. A setting that cannot work at the source's frame rate is a
 ``SettingError`` (bad usage) raised before anything is written.
 """
 
@@ -25,6 +26,11 @@ from .sources import FrameSource, open_source
 # duration ffmpeg's freezedetect filter reports by default). Shorter runs of repeats are a still
 # scene coded at a low bit rate, which repeats a still picture within a keyframe interval.
 FROZEN_AFTER_SECONDS = 2.0
+# The model learns every frame of its first three seconds (unseeded: a live source), then one
+# frame in every stride; fewer give statistics that the next gust of wind overturns.
+WARMUP_SECONDS = 3.0
+# A switched light has settled when the brightness held for this long (``SETTLED_MOTION``).
+SETTLE_SECONDS = 0.5
 
 
 def open_for(spec: str | os.PathLike | int, settings: Settings, *,
@@ -33,6 +39,34 @@ def open_for(spec: str | os.PathLike | int, settings: Settings, *,
     the one place every front end opens its source."""
     return open_source(spec, colour=settings.colour, backend=settings.backend, fps=settings.fps,
                        keep_colour=keep_colour)
+
+
+def detector_parameters(settings: Settings, fps: float, method: str | None = None) -> dict:
+    """The detector's parameters from ``settings`` at ``fps``: every time in frames."""
+    span = max(settings.window, settings.frames("background_span", fps))
+    return dict(
+        method=method or settings.method, rank=settings.rank, window=settings.window,
+        projection_dim=settings.projection_dim, inlier_fraction=settings.inlier_fraction,
+        stride=round(span / settings.window), warmup=max(1, round(fps * WARMUP_SECONDS)),
+        static_after=_at_least_one(settings.frames("absorb_after", fps)),
+        hot=settings.threshold_low,
+        refit_every=settings.refit_every, blocks=settings.blocks,
+        light_invariant=settings.light_invariant, settle_frames=round(fps * SETTLE_SECONDS),
+        without=settings.mechanisms_off())
+
+
+def _at_least_one(frames: int | None) -> int | None:
+    """A time shorter than a frame at this rate (0.01 s at 25 fps) is one frame."""
+    return None if frames is None else max(1, frames)
+
+
+def detector_for(settings: Settings, frame_shape: tuple[int, ...], fps: float, *,
+                 method: str | None = None, watched: np.ndarray | None = None
+                 ) -> SubspaceWindowDetector:
+    """The detector of a run with ``settings`` on frames of ``frame_shape`` at ``fps``
+    (``method``: another than the settings', as ``--compare`` runs)."""
+    return SubspaceWindowDetector(frame_shape, **detector_parameters(settings, fps, method),
+                                  watched=watched)
 
 
 def build_segmenter(settings: Settings, fps: float) -> EventSegmenter:
@@ -150,8 +184,7 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     preprocess = Preprocessor(width, height, settings.colour, regions=regions,
                               source_size=(source.width, source.height))
     return Pass(source, settings, start, end, preprocess,
-                SubspaceWindowDetector.from_settings(settings, shape, source.fps,
-                                                     watched=preprocess.watched),
+                detector_for(settings, shape, source.fps, watched=preprocess.watched),
                 HealthCheck(round(FROZEN_AFTER_SECONDS * source.fps), preprocess.watched))
 
 

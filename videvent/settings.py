@@ -77,7 +77,7 @@ class Settings:
     method: str = setting("sncp", "choice", "How the window's normal frames are found (pca: "
                           "not robust).", short="-m", choices=METHODS)
     rank: int = setting(3, "int", "Dimension of the background subspace.", minimum=1)
-    # At least the frames whose statistics the model's z-scores need (MIN_HISTORY in
+    # At least the frames whose statistics the model's z-scores need (MIN_SAMPLES in
     # videvent/detectors/background.py): a smaller window never scores a frame.
     window: int = setting(100, "int", "Frames the model holds (at least 5: its scores need "
                           "the statistics of 5 background frames).", short="-w", minimum=5,

@@ -54,8 +54,9 @@ CELL_SPREAD_FLOOR = 0.005
 # is outvoted in those blocks, and kept out of the subspace.
 VOTE_Z = 3.0
 LOG_SPREAD_FLOOR = 0.15
-# Frames learned before z-scores mean anything.
-MIN_HISTORY = 5
+# Samples (frames learned, changes, brightnesses) before a median and a spread read off them
+# mean anything: the model's z-scores, the motion's, the brightness step's.
+MIN_SAMPLES = 5
 # Eigenvalues of the Gram matrix below this share of the largest are numerical noise.
 EIGENVALUE_RTOL = 1e-12
 # A basis vector whose squared length, nominally 1, comes out below this has collapsed:
@@ -86,20 +87,6 @@ def brightness_of(x: np.ndarray) -> float:
     return math.log(max(float(x.mean()), 1e-3))
 
 
-# Which frame a new one replaces: the oldest of those the last refit outvoted (event frames),
-# so the window keeps its background frames while a presence lasts; but never a frame older
-# than this many windows' worth of learning, so the model follows a scene that changed slowly
-# (the ablation in benchmarks/README.md gives what it is worth).
-MAX_AGE_IN_WINDOWS = 5
-# Frames learned while the model found them unusual (``learn_one(unusual=True)``: a presence)
-# hold at most this share of the frames in the window, full or not; past it, such a frame
-# replaces the oldest of them. The per-block vote is a median, which a presence that fills half
-# the window would carry; a third stays below that breakdown point with room for a second
-# presence in the same place. Counted against the frames held, not the window's capacity: a
-# third of the capacity is a majority of a window still filling. A presence that outlasts
-# ``MAX_AGE_IN_WINDOWS`` windows of learning becomes background as the frames before it age
-# out.
-UNUSUAL_SHARE = 1 / 3
 # Window frames whose residuals are worked out together at a refit: a multiple of four (the
 # block means average four frames in one pass), small enough for the core's cache.
 ENERGY_CHUNK = 8
@@ -109,15 +96,20 @@ class SubspaceBackground:
     """A window of frames, its robust background subspace, and per-block residual statistics.
 
     river-style: ``score_one`` compares a frame with the model, ``learn_one`` puts a frame in
-    the window (in place of the oldest outvoted frame, see ``MAX_AGE_IN_WINDOWS``) and its
-    features in the statistics. State is bounded: the window (``window`` frames) and
-    ``window`` feature rows.
+    the window, in the slot the policy chose (``policy.Forgetting``), and its features in the
+    statistics. State is bounded: the window (``window`` frames) and ``window`` feature rows.
+
+    ``region_vote``: the refit's per-block vote (``refit``); ``upper_quantile``: a block's
+    spread is at least this quantile's distance from its median (None: the MAD's alone);
+    ``neighbour_spread``: at least its neighbours' median spread; ``out_of_sample``: the
+    spread reads the residuals frames had when scored as well as the in-sample ones.
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str, rank: int, window: int,
                  projection_dim: int, inlier_fraction: float, refit_every: int, blocks: int,
                  light_invariant: bool, region_vote: bool = True,
-                 without: frozenset[str] = frozenset()):
+                 upper_quantile: float | None = UPPER_QUANTILE, neighbour_spread: bool = True,
+                 out_of_sample: bool = True):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
@@ -147,7 +139,9 @@ class SubspaceBackground:
         self.refit_every = max(1, int(refit_every))
         self.region_vote = bool(region_vote)
         self.light_invariant = bool(light_invariant)
-        self.without = frozenset(without)          # mechanisms turned off (ablation)
+        self.upper_quantile = upper_quantile
+        self.neighbour_spread = bool(neighbour_spread)
+        self.out_of_sample = bool(out_of_sample)
 
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
@@ -167,7 +161,6 @@ class SubspaceBackground:
         # statistics take both (see ``_statistics``).
         self.scored_energies_ = np.zeros((self.window, self.n_blocks))
         self.scored_ = np.zeros(self.window, bool)
-        self.unusual_ = np.zeros(self.window, bool)       # learned while found unusual
         self.gram_ = np.zeros((self.window, self.window))
         self.n_filled_ = 0
         self.joined_ = np.zeros(self.window, np.int64)   # when each slot's frame was learned
@@ -189,7 +182,7 @@ class SubspaceBackground:
     @property
     def ready(self) -> bool:
         """The model has a subspace and enough history for its z-scores to mean anything."""
-        return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_HISTORY
+        return self.basis_.shape[1] > 0 and len(self.block_history_) >= MIN_SAMPLES
 
     # -- river-style API ---------------------------------------------------------------------
     def score_one(self, x: np.ndarray, norm: float | None = None) -> Assessment:
@@ -203,17 +196,15 @@ class SubspaceBackground:
         return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
                           self.block_energies(outside, norm, x), brightness_of(x), norm)
 
-    def learn_one(self, x: np.ndarray, *, refit: bool = True,
-                  energies: np.ndarray | None = None, norm: float | None = None,
-                  unusual: bool = False) -> None:
-        """``x`` joins the window, in place of the oldest frame the last refit outvoted (or the
-        oldest, see ``MAX_AGE_IN_WINDOWS``; pinned frames stay); the subspace is
-        refitted when ``refit_every`` frames have joined (never with ``refit=False``, but for
-        the first frame). ``energies``: its block energies against the model that scored it,
-        for the statistics (without them, its residual against the subspace it helps span).
-        ``unusual``: the model found it so (see ``UNUSUAL_SHARE``)."""
-        slot = self._slot_to_replace(unusual)
-        self.unusual_[slot] = unusual
+    def learn_one(self, x: np.ndarray, slot: int, *, refit: bool = True,
+                  energies: np.ndarray | None = None, norm: float | None = None) -> None:
+        """``x`` joins the window in ``slot`` (the next free one, ``n_filled_``, or one whose
+        frame the policy forgets: ``policy.Forgetting``); the subspace is refitted when
+        ``refit_every`` frames have joined (never with ``refit=False``, but for the first
+        frame). ``energies``: its block energies against the model that scored it, for the
+        statistics (without them, its residual against the subspace it helps span)."""
+        if not 0 <= slot <= min(self.n_filled_, self.window - 1):
+            raise ValueError(f"slot {slot} is outside the window's {self.n_filled_} frames")
         self.joined_[slot] = self.n_learned_
         self.n_learned_ += 1
         self.frames_[slot] = x
@@ -240,29 +231,6 @@ class SubspaceBackground:
         since_refit, background = self._rows_since_refit_and_background()
         joined = self.joined_[:self.n_filled_]
         return bool(((since_refit | background) & np.isin(joined, list(learned))).any())
-
-    def _slot_to_replace(self, unusual: bool) -> int:
-        """The window slot the next learned frame takes (see ``MAX_AGE_IN_WINDOWS`` and
-        ``UNUSUAL_SHARE``)."""
-        free = np.arange(self.n_pinned_, self.n_filled_)
-        presence = free[self.unusual_[free]]
-        # Counted against the frames the window holds once this one is in, full or not: a
-        # third of its capacity is a majority of a window still filling.
-        held = min(self.n_filled_ + 1, self.window)
-        over_share = (unusual and "presence_share" not in self.without
-                      and len(presence) + 1 > max(1, UNUSUAL_SHARE * held))
-        if self.n_filled_ < self.window and not over_share:
-            return self.n_filled_
-        oldest = int(free[np.argmin(self.joined_[free])])
-        if ("max_age" in self.without
-                or self.n_learned_ - self.joined_[oldest] >= MAX_AGE_IN_WINDOWS * self.window):
-            return oldest
-        if over_share:
-            return int(presence[np.argmin(self.joined_[presence])])
-        if len(self.background_) != self.window:          # not refitted since it filled
-            return oldest
-        outvoted = free[~self.background_[free]]
-        return int(outvoted[np.argmin(self.joined_[outvoted])]) if len(outvoted) else oldest
 
     def background_frames(self) -> np.ndarray:
         """The window's frames that span its background: those no block outvoted at the last
@@ -307,7 +275,6 @@ class SubspaceBackground:
         self.n_learned_ = m
         self.n_pinned_ = min(int(pinned), m, self.window - 1)
         self.scored_[:] = False
-        self.unusual_[:] = False
         self.refit()
         self._score_out_of_sample(m)
 
@@ -372,16 +339,16 @@ class SubspaceBackground:
             # The lower of the two levels and the wider of the two spreads: residuals taken as
             # frames were scored carry the model's lag behind a slow drift (a light) in their
             # level, and how much a moving texture really varies in their spread.
-            quantile = None if "upper_quantile" in self.without else UPPER_QUANTILE
+            quantile = self.upper_quantile
             level_in, spread_in = robust_statistics(self.in_sample_history_, quantile)
             level_out, spread_out = robust_statistics(self.block_history_, quantile)
-            if "out_of_sample" in self.without:
+            if not self.out_of_sample:
                 level_out, spread_out = level_in, spread_in
             spread = np.maximum(spread_in, spread_out)
             # At least the median spread of the block and its eight neighbours: a block's
             # spread is read off fifty-odd frames, and whether a few of them caught a tree's
             # rare gusts is luck; what moves in a block moves in its neighbours too.
-            if "neighbour_spread" not in self.without:
+            if self.neighbour_spread:
                 neighbourhood = cv2.medianBlur(
                     spread.reshape(self.grid[::-1]).astype(np.float32), 3)
                 spread = np.maximum(spread, neighbourhood.ravel())

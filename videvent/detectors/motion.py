@@ -20,10 +20,8 @@ from collections import deque
 import cv2
 import numpy as np
 
-from .background import NOISE_FLOOR, robust_statistics
+from .background import MIN_SAMPLES, NOISE_FLOOR, robust_statistics
 
-# Changes learned before their median and spread mean anything.
-MIN_CHANGES = 5
 # The spread of a block's log change is at least this: a change twice the block's usual is
 # never more than two sigmas of evidence. A gust through a tree, rare but recurring, doubles
 # its blocks' change and more; a car on an empty road multiplies it tenfold.
@@ -42,7 +40,7 @@ class MotionEvidence:
         self.frame_shape = tuple(frame_shape)
         self.grid = grid                                   # (columns, rows)
         self.refresh = max(1, int(refresh))
-        self.changes_ = deque(maxlen=max(MIN_CHANGES, int(history)))
+        self.changes_ = deque(maxlen=max(MIN_SAMPLES, int(history)))
         self.previous_: np.ndarray | None = None
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self._since_refresh = 0
@@ -61,10 +59,10 @@ class MotionEvidence:
 
     def score_one(self, x: np.ndarray) -> np.ndarray | None:
         """Block z-scores of the change from the last picture learned (None before
-        ``MIN_CHANGES`` changes have been learned)."""
+        ``MIN_SAMPLES`` changes have been learned)."""
         change = self._log_change(x)
         self._scored = (x, change)          # learn_one of the same frame needs it again
-        if change is None or len(self.changes_) < MIN_CHANGES:
+        if change is None or len(self.changes_) < MIN_SAMPLES:
             return None
         if self._stats is None:
             self._stats = robust_statistics(np.array(self.changes_), floor=SPREAD_FLOOR)
@@ -79,7 +77,7 @@ class MotionEvidence:
         if change is not None:
             self.changes_.append(change)
             self._since_refresh += 1
-            if self._since_refresh >= self.refresh or len(self.changes_) <= MIN_CHANGES:
+            if self._since_refresh >= self.refresh or len(self.changes_) <= MIN_SAMPLES:
                 self._stats = None
                 self._since_refresh = 0
         picture = x.reshape(self.frame_shape)
@@ -87,6 +85,12 @@ class MotionEvidence:
             self.previous_ = picture.astype(np.float32, copy=True)
         else:                                # no new array a frame
             np.copyto(self.previous_, picture)
+
+    def score_and_learn(self, x: np.ndarray) -> np.ndarray | None:
+        """``score_one`` then ``learn_one`` of ``x``: the detector's step, every picture."""
+        z = self.score_one(x)
+        self.learn_one(x)
+        return z
 
     def forget_picture(self) -> None:
         """No picture came (a blank or corrupt frame): the next one has nothing to move from."""

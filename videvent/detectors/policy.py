@@ -26,10 +26,12 @@ anomaly detector it protects, so each can be tested alone.
   hide from the model) and keeps a switched light one event until the exposure has settled.
 - ``StartReference`` holds a second judge of the start, seeded from frames spread over the
   whole file, and decides when it goes or takes over (see its docstring).
+- ``Forgetting`` chooses the window slot a learned frame takes: whose frame the model forgets.
 - ``FrozenPicture`` gives a frozen picture (a stalled source) the verdict of the picture before.
 
-The mechanisms among them have a name each (``settings.MECHANISMS``) that ``--without`` turns
-off (the start's judge: ``--no-start-reference``).
+Each is a state machine tested alone; the rules of ``rules.py`` run them, one step of a frame's
+judgement each. The mechanisms among them have a name each (``settings.MECHANISMS``) that
+``--without`` turns off (the start's judge: ``--no-start-reference``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import cv2
 import numpy as np
 
 from ..status import FROZEN
-from .background import NOISE_FLOOR
+from .background import MIN_SAMPLES, NOISE_FLOOR
 from .base import FrameScore
 
 # A block is unchanging while its root-mean-square change from its reference picture stays
@@ -54,6 +56,19 @@ STILL_MULTIPLE = 3.0
 # Share of the frame's blocks that must have become static at once for the change to count as
 # the whole scene's (a light), which rebuilds the model instead of patching blocks.
 SCENE_CHANGE_SHARE = 0.6
+# Which frame a new one replaces: the oldest of those the last refit outvoted (event frames),
+# so the window keeps its background frames while a presence lasts; but never a frame older
+# than this many windows' worth of learning, so the model follows a scene that changed slowly
+# (the ablation in benchmarks/README.md gives what it is worth).
+MAX_AGE_IN_WINDOWS = 5
+# Frames learned while the model found them unusual (a presence) hold at most this share of
+# the frames in the window, full or not; past it, such a frame replaces the oldest of them.
+# The per-block vote is a median, which a presence that fills half the window would carry; a
+# third stays below that breakdown point with room for a second presence in the same place.
+# Counted against the frames held, not the window's capacity: a third of the capacity is a
+# majority of a window still filling. A presence that outlasts ``MAX_AGE_IN_WINDOWS`` windows
+# of learning becomes background as the frames before it age out.
+UNUSUAL_SHARE = 1 / 3
 
 
 class LearningSchedule:
@@ -100,6 +115,52 @@ class LearningSchedule:
         been learned on this schedule."""
         self.learned_ = learned
         self.elapsed_ = max(self.warmup, round(self.span * min(1.0, learned / self.window) ** 2))
+
+
+class Forgetting:
+    """Which window slot the model's next learned frame takes, so whose frame it forgets.
+
+    The next free slot while the window fills; then the oldest frame the last refit outvoted,
+    or the oldest if none was (pinned seed frames stay); but the oldest whenever it is
+    ``max_age`` frames learned old (None: the oldest always), and, past ``presence_share``
+    (None: no share), a frame learned while unusual replaces the oldest of those.
+    """
+
+    def __init__(self, window: int, *, max_age: int | None, presence_share: float | None):
+        self.max_age = max_age
+        self.presence_share = presence_share
+        self.unusual_ = np.zeros(int(window), bool)     # each slot's frame learned while unusual
+
+    def clear(self) -> None:
+        """The model was rebuilt (or seeded): no frame of its window was learned unusual."""
+        self.unusual_[:] = False
+
+    def slot(self, model, unusual: bool) -> int:
+        """The slot of ``model`` (a ``SubspaceBackground``) the next frame takes; ``unusual``:
+        the model found it so."""
+        slot = self._slot(model, unusual)
+        self.unusual_[slot] = unusual
+        return slot
+
+    def _slot(self, model, unusual: bool) -> int:
+        free = np.arange(model.n_pinned_, model.n_filled_)
+        presence = free[self.unusual_[free]]
+        # Counted against the frames the window holds once this one is in, full or not: a
+        # third of its capacity is a majority of a window still filling.
+        held = min(model.n_filled_ + 1, model.window)
+        over_share = (unusual and self.presence_share is not None
+                      and len(presence) + 1 > max(1, self.presence_share * held))
+        if model.n_filled_ < model.window and not over_share:
+            return model.n_filled_
+        oldest = int(free[np.argmin(model.joined_[free])])
+        if self.max_age is None or model.n_learned_ - model.joined_[oldest] >= self.max_age:
+            return oldest
+        if over_share:
+            return int(presence[np.argmin(model.joined_[presence])])
+        if len(model.background_) != model.window:          # not refitted since it filled
+            return oldest
+        outvoted = free[~model.background_[free]]
+        return int(outvoted[np.argmin(model.joined_[outvoted])]) if len(outvoted) else oldest
 
 
 class StaticRegions:
@@ -336,7 +397,6 @@ BRIGHTNESS_SCALE = 0.1
 # With light-invariant blocks the brightness step is the only sign of a light switched, so it
 # is more sensitive (a 7% step of the overall light scores 1).
 LIGHT_INVARIANT_BRIGHTNESS_SCALE = 0.07
-MIN_RECENT = 5
 # After a light switched (a brightness step, or darkness), the camera's exposure swings for a
 # second or so; the switch lasts until the brightness moves by less than this (log: 2%) over
 # ``settle_frames``. Until then a frame scores at least the low threshold (more as the motion
@@ -374,7 +434,7 @@ class LightSwitch:
         """The step of ``brightness`` against the ``recent`` frames' (oldest first; since a
         switched light settled, only those after it: the settled light is the new normal)."""
         self.blank_run_ = 0
-        if len(recent) < MIN_RECENT:
+        if len(recent) < MIN_SAMPLES:
             return 0.0
         if not self.held_:
             # A switch is a step from a light that held: the first light a camera gives moves
@@ -460,6 +520,14 @@ class StartReference:
         self.alone_unusual_for_ = 0     # frames in a row only the model, not the twin, flagged
         self.seen_learned_: set[int] = set()   # the model's learn numbers of frames the twin
                                                 # found unusual
+
+    def larger(self, verdict: FrameScore, judged: FrameScore) -> FrameScore:
+        """The model's ``verdict``, with the twin's score (and what explains it) if the twin's
+        ``judged`` is the larger."""
+        if judged.score <= verdict.score:
+            return verdict
+        return replace(verdict, residual=judged.residual, score=judged.score,
+                       residual_image=judged.residual_image, block_scores=judged.block_scores)
 
     def saw_learned(self, learned_as: int, twin_score: float) -> None:
         """The model learned a frame as its ``learned_as``-th; the twin scored it so."""
