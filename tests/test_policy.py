@@ -218,11 +218,12 @@ def test_a_cameras_first_light_is_no_switch_until_it_has_held():
 
 def test_a_frozen_picture_gets_the_verdict_before_it_and_is_never_learned():
     frozen = FrozenPicture()
-    assert frozen.verdict(0, 0.0) is None
+    assert frozen.verdict(FROZEN, 0, 0.0) is None
     frozen.remember(FrameScore(7, 0.7, 0.2, 9.0, "ok", True, True))
-    again = frozen.verdict(8, 0.8)
+    again = frozen.verdict(FROZEN, 8, 0.8)
     assert (again.index, again.time_s, again.residual, again.score) == (8, 0.8, 0.2, 9.0)
     assert again.status == FROZEN and not again.admitted and not again.absorbed
+    assert frozen.verdict("ok", 9, 0.9) is None                  # a picture is judged anew
 
 
 def test_the_start_reference_stays_goes_or_takes_over():
@@ -244,6 +245,11 @@ def test_the_start_reference_stays_goes_or_takes_over():
     decisions = [new.decide(50 + t, 0.0, unusual, moving, False) for t in range(8)]
     assert decisions == [StartReference.STAY] * 8
     assert new.decide(58, 0.0, unusual, still, False) == StartReference.TAKE_OVER
-    reference.saw_learned(7, 9.0)
-    reference.saw_learned(8, 1.0)
+    reference.saw_learned(True, 7, 9.0)
+    reference.saw_learned(True, 8, 1.0)
+    reference.saw_learned(False, 9, 9.0)                 # scored, but the model did not learn it
     assert reference.seen_learned_ == {7}
+    # Each frame scores the larger of the two verdicts.
+    model, twin = FrameScore(5, 0.5, 0.1, 3.0, "ok", True), FrameScore(5, 0.5, 0.4, 8.0, "ok", False)
+    assert reference.larger(model, twin) == FrameScore(5, 0.5, 0.4, 8.0, "ok", True)
+    assert reference.larger(twin, model) is twin

@@ -480,9 +480,10 @@ class FrozenPicture:
         self.previous_ = verdict
         return verdict
 
-    def verdict(self, index: int, time_s: float) -> FrameScore | None:
-        """The frozen frame's verdict (None before any picture was judged)."""
-        if self.previous_ is None:
+    def verdict(self, health: str, index: int, time_s: float) -> FrameScore | None:
+        """A frozen frame's verdict (None for a frame of another ``health``, or before any
+        picture was judged)."""
+        if health != FROZEN or self.previous_ is None:
             return None
         return replace(self.previous_, index=index, time_s=time_s, admitted=False,
                        absorbed=False, status=FROZEN)
@@ -529,9 +530,10 @@ class StartReference:
         return replace(verdict, residual=judged.residual, score=judged.score,
                        residual_image=judged.residual_image, block_scores=judged.block_scores)
 
-    def saw_learned(self, learned_as: int, twin_score: float) -> None:
-        """The model learned a frame as its ``learned_as``-th; the twin scored it so."""
-        if twin_score >= self.hot:
+    def saw_learned(self, learned: bool, learned_as: int, twin_score: float) -> None:
+        """Whether the model ``learned`` a frame, as its ``learned_as``-th; the twin scored it
+        so."""
+        if learned and twin_score >= self.hot:
             self.seen_learned_.add(learned_as)
 
     def decide(self, elapsed: int, twin_score: float, z: np.ndarray,

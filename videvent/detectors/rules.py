@@ -43,7 +43,8 @@ class Frame:
     warming_up: bool = False
     rebuilt: bool = False                  # the model was rebuilt at this frame
     brightness_score: float = 0.0
-    unusual_z: np.ndarray | None = None    # z-scores that say it is unusual to the model too
+    unusual_z: np.ndarray | None = None    # the z-scores that say whether the model finds it
+                                           # unusual (the look's, unless blocks follow a light)
     score: float = 0.0
     model_score: float = 0.0               # the score that says whether the model finds it unusual
     learned: bool = False
@@ -91,6 +92,7 @@ class ModelLook:
 
     def see(self, frame: Frame, judge) -> None:
         frame.look = judge.look(frame.x)
+        frame.unusual_z = frame.look.z
         frame.warming_up = not judge.model.ready or judge.schedule.warming_up
 
 
@@ -117,6 +119,7 @@ class SettledLight:
         if len(since) > judge.model.rank + 1:
             judge.rebuild(since)
             frame.look = judge.look(frame.x, norm=frame.look.assessment.norm)
+            frame.unusual_z = frame.look.z
             frame.rebuilt = True
 
     @staticmethod
@@ -148,9 +151,7 @@ class LastingChanges:
         # Blocks that follow a gradual change are light to the events, but still unusual to
         # the model: what it learns there while they follow (a person whose arrival moved the
         # exposure) must count against the presence share, not as background.
-        following = judge.regions.following_
-        if following.any():
-            frame.unusual_z = np.where(following, look.z, z)
+        frame.unusual_z = np.where(judge.regions.following_, look.z, z)
         frame.look = Look(look.assessment, z, residual_image)
 
 
@@ -168,7 +169,7 @@ class SceneChange:
         if neighbour_max(moving.reshape(judge.model.grid[::-1])) < judge.hot:
             judge.rebuild(list(judge.recent.frames))
             frame.look = judge.look(frame.x, norm=frame.look.assessment.norm)
-            frame.unusual_z = None
+            frame.unusual_z = frame.look.z
             frame.rebuilt = True
 
 
@@ -189,11 +190,8 @@ class Scoring:
         if not judge.model.ready:
             return
         grid = judge.model.grid[::-1]
-        frame.score = frame.model_score = max(neighbour_max(frame.look.z.reshape(grid)),
-                                              frame.brightness_score)
-        if frame.unusual_z is not None:
-            frame.model_score = max(frame.model_score,
-                                    neighbour_max(frame.unusual_z.reshape(grid)))
+        frame.score = max(neighbour_max(frame.look.z.reshape(grid)), frame.brightness_score)
+        frame.model_score = max(frame.score, neighbour_max(frame.unusual_z.reshape(grid)))
         if frame.motion_z is not None:
             frame.score = max(frame.score, neighbour_max(frame.motion_z.reshape(grid)))
 

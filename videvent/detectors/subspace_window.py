@@ -30,7 +30,7 @@ import statistics
 import numpy as np
 
 from ..preprocess import frame_health
-from ..status import BLANK, CORRUPT, FROZEN, OK, WARMUP
+from ..status import BLANK, CORRUPT, OK, WARMUP
 from .background import METHODS, SubspaceBackground, UPPER_QUANTILE, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
@@ -73,9 +73,10 @@ class SceneJudge:
             presence_share=None if "presence_share" in off else UNUSUAL_SHARE)
         self.frame_shape = self.model.frame_shape
         self.hot = float(hot)
-        # Blocks with a watched pixel. The zeros outside a region are explained exactly, but the
-        # noise floor scales with the frame's light, so a dimmed frame could still score there.
-        self.watched_blocks = None                     # None: every block is watched
+        # Blocks with a watched pixel (all, with no region). The zeros outside a region are
+        # explained exactly, but the noise floor scales with the frame's light, so a dimmed
+        # frame could still score there.
+        self.watched_blocks = np.ones(self.model.n_blocks, bool)
         if watched is not None:
             watched_pixels = np.asarray(watched, bool).reshape(self.frame_shape)
             if watched_pixels.ndim == 3:
@@ -176,9 +177,7 @@ class SceneJudge:
 
     def only_watched(self, z: np.ndarray | None) -> np.ndarray | None:
         """Block z-scores never above 0 in a block nobody watches (None: none)."""
-        if z is None or self.watched_blocks is None:
-            return z
-        return np.where(self.watched_blocks, z, np.minimum(z, 0.0))
+        return None if z is None else np.where(self.watched_blocks, z, np.minimum(z, 0.0))
 
 
 class SubspaceWindowDetector:
@@ -317,7 +316,7 @@ class SubspaceWindowDetector:
         """
         if health in (BLANK, CORRUPT):
             return self._no_picture(index, time_s, x, health)
-        held = self.frozen.verdict(index, time_s) if health == FROZEN else None
+        held = self.frozen.verdict(health, index, time_s)
         if held is not None:
             return held
         frame = Frame(index, time_s, x, explain)
@@ -348,8 +347,7 @@ class SubspaceWindowDetector:
             self.start_reference_ = None
             return verdict
         judged = reference.twin.judge(Frame(frame.index, frame.time_s, frame.x, frame.explain))
-        if verdict.admitted:
-            reference.saw_learned(self.model.n_learned_ - 1, judged.score)
+        reference.saw_learned(verdict.admitted, self.model.n_learned_ - 1, judged.score)
         verdict = reference.larger(verdict, judged)
         if verdict.status == WARMUP:
             return verdict
@@ -361,9 +359,9 @@ class SubspaceWindowDetector:
         elif decision == StartReference.TAKE_OVER:
             # The twin's window of frames from the whole file, unpinned, and those it learned
             # since replace the model's.
+            reference.twin.regions.static_after = self.judge.regions.static_after
             self.judge = reference.twin
             self.judge.model.unpin()
-            self.judge.regions.static_after = self.static_after or 1
             self.start_reference_ = None
             self.start_reference_adopted_ = verdict.index
         return verdict
