@@ -148,7 +148,10 @@ class SceneJudge:
         rebuild the model; the frame's score; what the model learns."""
         rebuilt = self._out_of_darkness(x)
         if rebuilt is None:
-            return self._against_darkness(index, time_s, x, explain), None
+            return replace(self._against_darkness(index, time_s, x, explain),
+                           evidence="darkness"), None
+        # The blocks absorbed as lasting changes before this frame (``lasting``, below).
+        held = self.regions.absorbed_ & ~self.regions.following_
         look = self._look(x)
         warming_up = not self.model.ready or self.schedule.warming_up
         # Before the settled light is read below: scoring the step counts the light's time.
@@ -178,8 +181,28 @@ class SceneJudge:
             explanation = {"residual_image": look.residual_image.reshape(self.frame_shape),
                            "block_scores": blocks.reshape(self.model.grid[::-1])}
         verdict = FrameScore(index, time_s, look.assessment.residual, score,
-                             WARMUP if warming_up else OK, learned, rebuilt, **explanation)
+                             WARMUP if warming_up else OK, learned, rebuilt, **explanation,
+                             evidence=self._evidence(look.z, brightness_score, motion_z),
+                             lasting=bool((self.regions.absorbed_ & ~self.regions.following_
+                                           & ~held).any()))
         return verdict, look.z
+
+    def _evidence(self, z: np.ndarray, brightness_score: float,
+                  motion_z: np.ndarray | None) -> str:
+        """Which evidence gave the frame's score (``_scores``' largest), for its event's kind
+        (``FrameScore.evidence``); '' before the model scores anything. A brightness step that
+        alone makes the frame unusual is the evidence, whatever the blocks score: a switched
+        light changes them too (colour casts, shadows), and on the 15 dev clips it reached
+        ``hot`` on light switches only, never while a person or a vehicle was the event."""
+        if not self.model.ready:
+            return ""
+        if brightness_score >= self.hot:
+            return "brightness"
+        grid = self.model.grid[::-1]
+        found = [("residual", neighbour_max(z.reshape(grid))), ("brightness", brightness_score)]
+        if motion_z is not None:
+            found.append(("motion", neighbour_max(motion_z.reshape(grid))))
+        return max(found, key=lambda pair: pair[1])[0]
 
     def _out_of_darkness(self, x: np.ndarray) -> bool | None:
         """Whether the picture that came out of a lasting darkness has stood still, so the
@@ -536,7 +559,7 @@ class SubspaceWindowDetector:
         if judged.score > verdict.score:
             verdict = replace(verdict, residual=judged.residual, score=judged.score,
                               residual_image=judged.residual_image,
-                              block_scores=judged.block_scores)
+                              block_scores=judged.block_scores, evidence=judged.evidence)
         if verdict.status == WARMUP:
             return verdict
         decision = reference.decide(self.judge.schedule.elapsed_, judged.score, z,
