@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -74,6 +74,10 @@ class ChunkVerdicts:
     tail: list[tuple]                 # ... of its last frames
     at_start: bytes | None            # the pass's state before its first frame
     at_end: bytes
+    # What each verdict's evidence was, and its flags (``FrameScore``): its event's kind.
+    evidence: list[str] = field(default_factory=list)
+    lasting: list[bool] = field(default_factory=list)
+    left: list[bool] = field(default_factory=list)
 
     def frames(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
         """(frame without its picture, working vector or None, verdict), in order."""
@@ -83,7 +87,10 @@ class ChunkVerdicts:
             yield (Frame(index, time_s, None), self.vectors[k] if k < len(self.vectors) else None,
                    FrameScore(index, time_s, float(self.residual[k]), float(self.score[k]),
                               self.status[k], bool(self.admitted[k]), bool(self.absorbed[k]),
-                              residual_image, block_scores))
+                              residual_image, block_scores,
+                              self.evidence[k] if self.evidence else "",
+                              bool(self.lasting and self.lasting[k]),
+                              bool(self.left and self.left[k])))
 
 
 class _Recorder:
@@ -99,7 +106,7 @@ class _Recorder:
         self.head: list[tuple] = []
         # The verdicts' fields, column by column: a verdict's residual image is let go of
         # unless its frame may be an event's peak.
-        self.columns: tuple[list, ...] = ([], [], [], [], [], [], [])
+        self.columns: tuple[list, ...] = ([], [], [], [], [], [], [], [], [], [])
         self.vectors: list[np.ndarray | None] = []
         self.explained: dict[int, tuple] = {}
         self.thumbnails: dict[int, bytes] = {}
@@ -127,7 +134,8 @@ class _Recorder:
             self._best = verdict, frame
         for column, value in zip(self.columns, (
                 verdict.index, verdict.time_s, verdict.residual, verdict.score,
-                str(verdict.status), verdict.admitted, verdict.absorbed)):
+                str(verdict.status), verdict.admitted, verdict.absorbed, verdict.evidence,
+                verdict.lasting, verdict.left)):
             column.append(value)
 
     def status(self, kind: str, detail: dict) -> None:
@@ -145,7 +153,8 @@ class _Recorder:
 
     def result(self, first: int, end: int | None) -> ChunkVerdicts:
         self._end_run()
-        index, time_s, residual, score, status, admitted, absorbed = self.columns
+        (index, time_s, residual, score, status, admitted, absorbed, evidence, lasting,
+         left) = self.columns
         if first < self.start and (self.at_start is None or not index):
             raise BoundaryMismatch(f"the pass from frame {first} never reached frame "
                                    f"{self.start}")
@@ -154,7 +163,8 @@ class _Recorder:
             np.array(residual, np.float64), np.array(score, np.float64), status,
             np.array(admitted, bool), np.array(absorbed, bool), self.explained,
             self.thumbnails, self.vectors,
-            list(self.before), self.head, list(self.tail), self.at_start, self.run.state())
+            list(self.before), self.head, list(self.tail), self.at_start, self.run.state(),
+            evidence, lasting, left)
 
 
 def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int | None, *,
