@@ -211,8 +211,9 @@ class AlertSink(Sink):
         self._kind: str | None = None              # the open event's kind so far
         self._down_since: float | None = None      # monotonic time it went down, while down
 
-    def send(self, kind: str, **fields) -> None:
-        self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **self._named,
+    def send(self, alert_type: str, /, **fields) -> None:
+        # Positional only: an event's own fields include its ``kind``.
+        self.receivers.send({"type": alert_type, "wall_time": round(time.time(), 3), **self._named,
                              **fields})
 
     def on_start(self, info) -> None:

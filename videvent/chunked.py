@@ -78,11 +78,18 @@ class ChunkVerdicts:
     evidence: list[str] = field(default_factory=list)
     lasting: list[bool] = field(default_factory=list)
     left: list[bool] = field(default_factory=list)
+    # Each explained frame's blocks from the low threshold up (144 booleans, not the residual
+    # image): its event's box, as a pass in one piece gives it.
+    unusual: dict[int, np.ndarray] = field(default_factory=dict)
+    low: float = 0.0
 
     def frames(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
         """(frame without its picture, working vector or None, verdict), in order."""
         for k, index in enumerate(self.index.tolist()):
             residual_image, block_scores = self.explained.get(index, (None, None))
+            if block_scores is None and index in self.unusual:
+                # At the low threshold where unusual, under it elsewhere: all the box reads.
+                block_scores = np.where(self.unusual[index], self.low, -np.inf)
             time_s = float(self.time_s[k])
             yield (Frame(index, time_s, None), self.vectors[k] if k < len(self.vectors) else None,
                    FrameScore(index, time_s, float(self.residual[k]), float(self.score[k]),
@@ -109,6 +116,7 @@ class _Recorder:
         self.columns: tuple[list, ...] = ([], [], [], [], [], [], [], [], [], [])
         self.vectors: list[np.ndarray | None] = []
         self.explained: dict[int, tuple] = {}
+        self.unusual: dict[int, np.ndarray] = {}
         self.thumbnails: dict[int, bytes] = {}
         # The best explained frame of the current run, and its frame (its picture).
         self._best: tuple[FrameScore, Frame] | None = None
@@ -132,6 +140,8 @@ class _Recorder:
         if verdict.residual_image is not None and (self._best is None
                                                    or verdict.score > self._best[0].score):
             self._best = verdict, frame
+        if verdict.block_scores is not None:
+            self.unusual[verdict.index] = verdict.block_scores >= self.run.settings.threshold_low
         for column, value in zip(self.columns, (
                 verdict.index, verdict.time_s, verdict.residual, verdict.score,
                 str(verdict.status), verdict.admitted, verdict.absorbed, verdict.evidence,
@@ -164,7 +174,7 @@ class _Recorder:
             np.array(admitted, bool), np.array(absorbed, bool), self.explained,
             self.thumbnails, self.vectors,
             list(self.before), self.head, list(self.tail), self.at_start, self.run.state(),
-            evidence, lasting, left)
+            evidence, lasting, left, self.unusual, self.run.settings.threshold_low)
 
 
 def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int | None, *,
