@@ -208,14 +208,22 @@ class AlertSink(Sink):
         self._named = {} if camera is None else {"camera": camera}
         self.name = name if name is not None else camera
         self._open: dict | None = None
+        self._kind: str | None = None              # the open event's kind so far
         self._down_since: float | None = None      # monotonic time it went down, while down
 
-    def send(self, kind: str, **fields) -> None:
-        self.receivers.send({"type": kind, "wall_time": round(time.time(), 3), **self._named,
+    def send(self, alert_type: str, /, **fields) -> None:
+        # Positional only: an event's own fields include its ``kind``.
+        self.receivers.send({"type": alert_type, "wall_time": round(time.time(), 3), **self._named,
                              **fields})
 
     def on_start(self, info) -> None:
         self.send("session_start", source=info.uri, fps=info.fps)
+
+    def on_event_start(self, event) -> None:
+        self._kind = event.kind
+
+    def on_event_update(self, event) -> None:
+        self._kind = event.kind
 
     def on_frame(self, frame, score, event_number) -> None:
         if event_number is None:
@@ -227,6 +235,7 @@ class AlertSink(Sink):
             clip = self.clip_of(event_number) if self.clip_of else None
             self.send("start", event=event_number, frame=score.index, time_s=round(time_s, 3),
                       timecode=format_timecode(time_s), score=round(score.score, 3),
+                      kind=self._kind,
                       clip=None if clip is None else os.path.abspath(clip))
             return
         current["peak_score"] = max(current["peak_score"], score.score)
@@ -234,7 +243,7 @@ class AlertSink(Sink):
             current["last_update"] = time_s
             self.send("update", event=event_number, frame=score.index, time_s=round(time_s, 3),
                       timecode=format_timecode(time_s), score=round(score.score, 3),
-                      peak_score=round(current["peak_score"], 3),
+                      peak_score=round(current["peak_score"], 3), kind=self._kind,
                       duration_s=round(time_s - current["start_time_s"], 3))
 
     def on_event_end(self, event, files: dict[str, str]) -> None:

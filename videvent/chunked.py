@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -74,16 +74,30 @@ class ChunkVerdicts:
     tail: list[tuple]                 # ... of its last frames
     at_start: bytes | None            # the pass's state before its first frame
     at_end: bytes
+    # What each verdict's evidence was, and its flags (``FrameScore``): its event's kind.
+    evidence: list[str] = field(default_factory=list)
+    lasting: list[bool] = field(default_factory=list)
+    left: list[bool] = field(default_factory=list)
+    # Each explained frame's blocks from the low threshold up (144 booleans, not the residual
+    # image): its event's box, as a pass in one piece gives it.
+    unusual: dict[int, np.ndarray] = field(default_factory=dict)
+    low: float = 0.0
 
     def frames(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
         """(frame without its picture, working vector or None, verdict), in order."""
         for k, index in enumerate(self.index.tolist()):
             residual_image, block_scores = self.explained.get(index, (None, None))
+            if block_scores is None and index in self.unusual:
+                # At the low threshold where unusual, under it elsewhere: all the box reads.
+                block_scores = np.where(self.unusual[index], self.low, -np.inf)
             time_s = float(self.time_s[k])
             yield (Frame(index, time_s, None), self.vectors[k] if k < len(self.vectors) else None,
                    FrameScore(index, time_s, float(self.residual[k]), float(self.score[k]),
                               self.status[k], bool(self.admitted[k]), bool(self.absorbed[k]),
-                              residual_image, block_scores))
+                              residual_image, block_scores,
+                              self.evidence[k] if self.evidence else "",
+                              bool(self.lasting and self.lasting[k]),
+                              bool(self.left and self.left[k])))
 
 
 class _Recorder:
@@ -99,9 +113,10 @@ class _Recorder:
         self.head: list[tuple] = []
         # The verdicts' fields, column by column: a verdict's residual image is let go of
         # unless its frame may be an event's peak.
-        self.columns: tuple[list, ...] = ([], [], [], [], [], [], [])
+        self.columns: tuple[list, ...] = ([], [], [], [], [], [], [], [], [], [])
         self.vectors: list[np.ndarray | None] = []
         self.explained: dict[int, tuple] = {}
+        self.unusual: dict[int, np.ndarray] = {}
         self.thumbnails: dict[int, bytes] = {}
         # The best explained frame of the current run, and its frame (its picture).
         self._best: tuple[FrameScore, Frame] | None = None
@@ -125,9 +140,12 @@ class _Recorder:
         if verdict.residual_image is not None and (self._best is None
                                                    or verdict.score > self._best[0].score):
             self._best = verdict, frame
+        if verdict.block_scores is not None:
+            self.unusual[verdict.index] = verdict.block_scores >= self.run.settings.threshold_low
         for column, value in zip(self.columns, (
                 verdict.index, verdict.time_s, verdict.residual, verdict.score,
-                str(verdict.status), verdict.admitted, verdict.absorbed)):
+                str(verdict.status), verdict.admitted, verdict.absorbed, verdict.evidence,
+                verdict.lasting, verdict.left)):
             column.append(value)
 
     def status(self, kind: str, detail: dict) -> None:
@@ -145,7 +163,8 @@ class _Recorder:
 
     def result(self, first: int, end: int | None) -> ChunkVerdicts:
         self._end_run()
-        index, time_s, residual, score, status, admitted, absorbed = self.columns
+        (index, time_s, residual, score, status, admitted, absorbed, evidence, lasting,
+         left) = self.columns
         if first < self.start and (self.at_start is None or not index):
             raise BoundaryMismatch(f"the pass from frame {first} never reached frame "
                                    f"{self.start}")
@@ -154,7 +173,8 @@ class _Recorder:
             np.array(residual, np.float64), np.array(score, np.float64), status,
             np.array(admitted, bool), np.array(absorbed, bool), self.explained,
             self.thumbnails, self.vectors,
-            list(self.before), self.head, list(self.tail), self.at_start, self.run.state())
+            list(self.before), self.head, list(self.tail), self.at_start, self.run.state(),
+            evidence, lasting, left, self.unusual, self.run.settings.threshold_low)
 
 
 def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int | None, *,

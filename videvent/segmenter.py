@@ -41,7 +41,7 @@ import numbers
 import operator
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,11 @@ class Event:
     peak_frame: int  # frame with the highest score in the core
     peak_score: float
     absorbed: bool = False  # ended because the detector absorbed a lasting scene change
+    # What was seen and where (``videvent.kinds``), set by the session from the detector's
+    # evidence on the event's frames; None where no session decided them.
+    kind: str | None = None
+    box: list[int] | None = None  # [x, y, width, height] in pixels of the source picture
+    regions: list[str] = field(default_factory=list)  # the named watch regions it touched
 
     @classmethod
     def from_dict(cls, record: dict) -> "Event":

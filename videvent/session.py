@@ -31,6 +31,7 @@ from ._version import __version__
 from .output import ScoresWriter, write_events
 from .output.events_json import read_events
 from .atomic import write_atomically
+from .kinds import EventEvidence, RegionBlocks, block_box, event_kind
 from .output.folder import public_name
 from .output.sink import SessionInfo, Sink
 from .segmenter import Event, EventSegmenter
@@ -43,6 +44,9 @@ __all__ = ["FrameStatus", "ProblemRun", "RunResult", "Session", "SessionInfo", "
 # Frames at the start of a pass whose picture statistics are recorded in events.json, so an
 # export can tell that the source was replaced by another video with as many frames.
 FINGERPRINT_FRAMES = 8
+# Frames whose blocks became background, or where something left, that an event's kind may
+# still need (they are rare: one every few seconds at most, while lasting changes settle).
+FLAGGED_FRAMES = 1024
 # A live session's events.json keeps this many of its latest events (and problem runs,
 # absorptions, source changes); all of its events are in events.jsonl.
 LIVE_SUMMARY_LIMIT = 1000
@@ -239,6 +243,11 @@ class Session:
         self.started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         if live and summary_path is not None:
             self._log = open(summary_path.with_name(EVENTS_LOG), "a", encoding="utf-8")
+        # What the open events' frames showed (``videvent.kinds``), by event number, and the
+        # frames that said blocks became background or something left: (frame, lasting, left).
+        self._evidence: dict[int, EventEvidence] = {}
+        self._flagged: deque[tuple[int, bool, bool]] = deque(maxlen=FLAGGED_FRAMES)
+        self._region_blocks: RegionBlocks | None = None
         source = run.source
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
                                 source.height, run.settings.threshold, run.settings)
@@ -254,6 +263,8 @@ class Session:
         self.problems.add(score)
         self.warmup.add(score)
         self.frames_scored += score.status == FrameStatus.OK
+        if score.lasting or score.left:
+            self._flagged.append((frame.index, bool(score.lasting), bool(score.left)))
         if len(self.source_fingerprint) < FINGERPRINT_FRAMES:
             self.source_fingerprint += fingerprint([vector], self.run.frame_shape)
         self._pending.append((frame, score))
@@ -326,15 +337,50 @@ class Session:
             self._event_done(event)
 
     def _event_frame(self, number: int, score) -> None:
+        evidence = self._evidence.get(number)
+        if evidence is None:
+            settings = self.run.settings
+            evidence = self._evidence[number] = EventEvidence(settings.threshold,
+                                                              settings.threshold_low)
+        evidence.add(score)
         if self._open is None or self._open.number != number:
-            self._open = self.segmenter.open_event(number)
+            self._open = self._described(self.segmenter.open_event(number))
             self._resting.clear()              # a new event: every sink tries again
             self._tell("on_event_start", self._open)
-        elif score.score > self._open.peak_score:
-            self._open = self.segmenter.open_event(number) or self._open
+        elif score.score > self._open.peak_score or self._kind(self._open) != self._open.kind:
+            # Its peak grew, or its kind so far changed (a live alert says which).
+            self._open = self._described(self.segmenter.open_event(number) or self._open)
             self._tell("on_event_update", self._open)
 
+    def _kind(self, event: Event) -> str:
+        """The event's kind from its frames so far (``videvent.kinds.event_kind``)."""
+        evidence = self._evidence.get(event.number)
+        lasting = left = False
+        for index, lasting_here, left_here in self._flagged:
+            # Something left while it lasted; something appeared and stayed when blocks became
+            # background as it ended (the absorption ends the core: the frame after it, in its
+            # padding). Not earlier: a visitor standing still for --absorb-after is absorbed
+            # in part, and leaves (on the dev clips, all six visits of intel_one_by_one).
+            left |= left_here and event.core_start_frame <= index <= event.end_frame
+            lasting |= lasting_here and event.core_end_frame <= index <= event.end_frame
+        return event_kind(evidence.evidence if evidence else {}, rebuilt=event.absorbed,
+                          lasting=lasting, left=left)
+
+    def _described(self, event: Event) -> Event:
+        """``event`` with what was seen and where: its kind, box and regions (while it is
+        open, as they stand so far)."""
+        evidence = self._evidence.get(event.number)
+        blocks = None if evidence is None else evidence.blocks
+        if self._region_blocks is None:
+            self._region_blocks = RegionBlocks(self.run.preprocess.regions, self.info.width,
+                                               self.info.height)
+        return dataclasses.replace(event, kind=self._kind(event),
+                                   box=block_box(blocks, self.info.width, self.info.height),
+                                   regions=self._region_blocks.touched(blocks))
+
     def _event_done(self, event: Event) -> None:
+        event = self._described(event)
+        self._evidence.pop(event.number, None)
         if self._spans_an_outage(event) and self.info.fps:
             # Its clock went on while the source was away: the video it has is its frames.
             event = OutageEvent(**dataclasses.asdict(event), video_s=round(

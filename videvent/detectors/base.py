@@ -23,6 +23,13 @@ class FrameScore:
         subspace that scored it (working size, grey levels), for heat maps (None while the
         model has nothing to explain the frame with)
     block_scores: with ``explain=True``, the z-score of every block of the grid (rows x cols)
+    evidence: which evidence gave the score: 'residual' (the model's blocks), 'motion' (the
+        blocks' change from the frame before), 'brightness' (the step of the whole frame's
+        brightness), 'darkness' (judged against a lasting darkness); '' when nothing scored
+        (no picture, no model yet). What an event's kind is read from (``videvent.kinds``).
+    lasting: blocks whose unusual picture stood still long enough became background (each in
+        its block only, ``StaticRegions``) at this frame: something appeared and stayed
+    left: something left, revealing the background (no mechanism reports it yet: False)
     """
 
     index: int
@@ -34,3 +41,6 @@ class FrameScore:
     absorbed: bool = False
     residual_image: np.ndarray | None = None
     block_scores: np.ndarray | None = None
+    evidence: str = ""
+    lasting: bool = False
+    left: bool = False

@@ -528,7 +528,8 @@ class StartReference:
         if judged.score <= verdict.score:
             return verdict
         return replace(verdict, residual=judged.residual, score=judged.score,
-                       residual_image=judged.residual_image, block_scores=judged.block_scores)
+                       residual_image=judged.residual_image, block_scores=judged.block_scores,
+                       evidence=judged.evidence)
 
     def saw_learned(self, learned: bool, learned_as: int, twin_score: float) -> None:
         """Whether the model ``learned`` a frame, as its ``learned_as``-th; the twin scored it

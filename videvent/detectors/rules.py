@@ -48,6 +48,7 @@ class Frame:
     score: float = 0.0
     model_score: float = 0.0               # the score that says whether the model finds it unusual
     learned: bool = False
+    held: np.ndarray | None = None         # blocks absorbed as lasting changes before it
     verdict: FrameScore | None = None      # set: the chain ends
 
     def explained(self, score: float) -> bool:
@@ -84,13 +85,16 @@ class Darkness:
             # Against darkness, the whole picture is what is unusual.
             explanation = {"residual_image": frame.x.reshape(judge.frame_shape).astype(np.float32),
                            "block_scores": np.full(judge.model.grid[::-1], score)}
-        return FrameScore(frame.index, frame.time_s, 1.0, score, OK, False, **explanation)
+        return FrameScore(frame.index, frame.time_s, 1.0, score, OK, False, **explanation,
+                          evidence="darkness")
 
 
 class ModelLook:
     """The model's view of the frame, and whether the model is still warming up."""
 
     def see(self, frame: Frame, judge) -> None:
+        # The blocks absorbed as lasting changes before this frame (``Verdict``'s ``lasting``).
+        frame.held = judge.regions.absorbed_ & ~judge.regions.following_
         frame.look = judge.look(frame.x)
         frame.unusual_z = frame.look.z
         frame.warming_up = not judge.model.ready or judge.schedule.warming_up
@@ -222,7 +226,8 @@ class Learning:
 
 
 class Verdict:
-    """The verdict, which ends the chain."""
+    """The verdict, which ends the chain: with which evidence gave its score, and whether blocks
+    of a lasting change became background at it (what its event's kind is read from)."""
 
     def see(self, frame: Frame, judge) -> None:
         look, explanation = frame.look, {}
@@ -230,9 +235,30 @@ class Verdict:
             blocks = look.z if frame.motion_z is None else np.maximum(look.z, frame.motion_z)
             explanation = {"residual_image": look.residual_image.reshape(judge.frame_shape),
                            "block_scores": blocks.reshape(judge.model.grid[::-1])}
+        regions = judge.regions
+        lasting = bool((regions.absorbed_ & ~regions.following_ & ~frame.held).any())
         frame.verdict = FrameScore(frame.index, frame.time_s, look.assessment.residual,
                                    frame.score, WARMUP if frame.warming_up else OK,
-                                   frame.learned, frame.rebuilt, **explanation)
+                                   frame.learned, frame.rebuilt, **explanation,
+                                   evidence=self._evidence(frame, judge), lasting=lasting)
+
+    @staticmethod
+    def _evidence(frame: Frame, judge) -> str:
+        """Which evidence gave the frame's score (``Scoring``'s largest), for its event's kind
+        (``FrameScore.evidence``); '' before the model scores anything. A brightness step that
+        alone makes the frame unusual is the evidence, whatever the blocks score: a switched
+        light changes them too (colour casts, shadows), and on the 15 dev clips it reached
+        ``hot`` on light switches only, never while a person or a vehicle was the event."""
+        if not judge.model.ready:
+            return ""
+        if frame.brightness_score >= judge.hot:
+            return "brightness"
+        grid = judge.model.grid[::-1]
+        found = [("residual", neighbour_max(frame.look.z.reshape(grid))),
+                 ("brightness", frame.brightness_score)]
+        if frame.motion_z is not None:
+            found.append(("motion", neighbour_max(frame.motion_z.reshape(grid))))
+        return max(found, key=lambda pair: pair[1])[0]
 
 
 # The rules in order, each with the name (``settings.MECHANISMS``) that leaves it out; those

@@ -229,8 +229,8 @@ def render_report(folder: str | os.PathLike) -> str:
     poster = ""
     if events:
         parts.append("<table class='events'><tr><th>#</th><th>start</th><th>end</th>"
-                     "<th>duration</th><th>frames</th><th>peak score</th><th>peak frame</th>"
-                     "<th>see it</th></tr>")
+                     "<th>duration</th><th>frames</th><th>what</th><th>where</th>"
+                     "<th>peak score</th><th>peak frame</th><th>see it</th></tr>")
         for event in events:
             thumbnail = folder / "thumbnails" / f"event{event['number']:03d}.jpg"
             picture = (f"<img class='thumb' alt='event {event['number']} peak' "
@@ -251,7 +251,8 @@ def render_report(folder: str | os.PathLike) -> str:
                 links.append(f"<a href='{escape(href)}'>clip</a>")
             parts.append(_row([cell("number"), cell("start_timecode"), cell("end_timecode"),
                                f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
-                               f"{cell('end_frame')}", f"{event['peak_score']:.1f}{note}",
+                               f"{cell('end_frame')}", escape(str(event.get("kind") or "–")),
+                               _where(event), f"{event['peak_score']:.1f}{note}",
                                f"{cell('peak_frame')}<br>{picture}", "<br>".join(links)]))
         parts.append("</table>")
     else:
@@ -269,6 +270,19 @@ def render_report(folder: str | os.PathLike) -> str:
               for key, value in settings.items() if value is not None or key == "absorb_after"]
     parts.append("</table>")
     return html_page(f"videvent: {source['name']}", "\n".join(parts))
+
+
+def _where(event: dict) -> str:
+    """The report's cell of where an event was: its box (x, y, width x height, in source
+    pixels) and the named regions it touched; text, escaped (events.json may be edited)."""
+    box, regions = event.get("box"), event.get("regions") or []
+    parts = []
+    if isinstance(box, list) and len(box) == 4:
+        x, y, width, height = box
+        parts.append(html.escape(f"{x}, {y}, {width}×{height}"))
+    if isinstance(regions, list) and regions:
+        parts.append(html.escape(", ".join(map(str, regions))))
+    return "<br>".join(parts) or "–"
 
 
 # The events' links: the annotated video jumps to the event and plays (no network, no library).

@@ -262,7 +262,9 @@ function showEvent(event) {
   const when = event.past && event.session_started
     ? `earlier watch of ${new Date(event.session_started).toLocaleString()} · ` : "";
   item.querySelector(".event-meta").textContent =
-    `${when}${event.start_timecode} to ${event.end_timecode} · peak ${fmt(event.peak_score, 1)}`;
+    `${when}${event.start_timecode} to ${event.end_timecode} · peak ${fmt(event.peak_score, 1)}` +
+    (event.kind ? ` · ${event.kind}` : "") +
+    (event.regions && event.regions.length ? ` · ${event.regions.join(", ")}` : "");
   // One picture per event: the thumbnail, until the clip is written; then the clip, with the
   // thumbnail as its poster.
   const thumbnail = item.querySelector("img.thumbnail");
