@@ -26,7 +26,7 @@ from ._version import __version__
 # The public names and the module each comes from, imported when first used (PEP 562): so
 # ``import videvent.rpca`` (the maths) loads no decoder, plotting or command-line code.
 _PUBLIC = {
-    "batch": "batch", "FrameScore": "detectors", "SubspaceWindowDetector": "detectors",
+    "batch": "batch", "detector_for": "passes", "FrameScore": "detectors", "SubspaceWindowDetector": "detectors",
     "export": "export", "watch": "live", "detect": "pipeline", "RobustSubspace": "rpca",
     "Event": "segmenter", "RunResult": "session", "Sink": "session", "FrameStatus": "status",
     "Settings": "settings", "open_source": "sources",
