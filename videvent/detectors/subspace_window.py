@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import statistics
 
+import cv2
 import numpy as np
 
 from ..preprocess import frame_health
@@ -34,7 +35,7 @@ from ..status import BLANK, CORRUPT, OK, WARMUP
 from .background import METHODS, SubspaceBackground, UPPER_QUANTILE, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
-from .policy import (BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MAX_AGE_IN_WINDOWS,
+from .policy import (GHOST_MARGIN, block_change_up_to_gain, outline_margin, BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MAX_AGE_IN_WINDOWS,
                      MIN_SAMPLES, UNUSUAL_SHARE, DarkScene, Forgetting, FrozenPicture,
                      LearningSchedule, LightSwitch, RecentFrames, StartReference, StaticRegions)
 from .rules import Frame, Look, chain
@@ -61,6 +62,8 @@ class SceneJudge:
         off = frozenset(without) | (frozenset({"lasting", "scene_rebuild", "darkness"})
                                     if static_after is None else frozenset())
         self.rules = chain(off)
+        # The seed's background is chosen by the outline test, not by majority alone.
+        self.reveal_at_seed = "revealed" not in off
         self.model = SubspaceBackground(
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks,
@@ -160,9 +163,62 @@ class SceneJudge:
         frames = frames[:self.model.window]
         self.model.reset(np.stack(frames),
                          pinned=min(len(frames), self.model.window // 2) if pinned else 0)
+        if self.reveal_at_seed:
+            background = self._without_what_left(frames)
+            if background is not None:
+                frames = background
+                self.model.reset(np.stack(frames), pinned=min(len(frames), self.model.window // 2)
+                                 if pinned else 0)
         self.forgetting.clear()
         self.schedule.restart(len(frames))
         return len(frames)
+
+    def _without_what_left(self, frames: list[np.ndarray]) -> list[np.ndarray] | None:
+        """The seed's frames without those that show a presence the majority made background,
+        or None if none is found.
+
+        The inlier scores pick what most of the frames show; where someone stood through most
+        of a video, that is them. The frames that show the place without them are unusual to
+        such a model, and the difference's outline is in the model's picture, not in theirs
+        (``outline_margin``). The one most plainly so reveals the background there; the frames
+        nearer the model's picture than the revealed one in those blocks go."""
+        best, best_margin = None, GHOST_MARGIN
+        for x in frames:
+            look = self.look(x)
+            unusual = look.z >= self.hot
+            if neighbour_max(np.where(unusual, look.z, 0.0).reshape(self.model.grid[::-1])) < self.hot:
+                continue
+            margin = outline_margin(*self._grey(x, look.residual_image), self._near(unusual))
+            if margin >= best_margin:
+                best, best_margin = (x, look.residual_image, unusual), margin
+        if best is None:
+            return None
+        revealed, residual, blocks = best
+        import os, sys
+        if os.environ.get("SEED_DEBUG"):
+            print("seed ghost: margin %.2f blocks %d of %d; frame #%d" % (best_margin, blocks.sum(), len(blocks), [i for i, f in enumerate(frames) if f is revealed][0]), file=sys.stderr)
+        shape = self.frame_shape
+        ghost = (revealed - residual).reshape(shape)
+        revealed = revealed.reshape(shape)
+        kept = [x for x in frames
+                if (block_change_up_to_gain(x.reshape(shape), revealed, self.model.grid)[blocks]
+                    < block_change_up_to_gain(x.reshape(shape), ghost, self.model.grid)[blocks]
+                    ).mean() > 0.5]
+        return kept if len(kept) > self.model.rank + 1 else None
+
+    def _grey(self, x: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A frame vector and its residual as grey pictures (channels averaged)."""
+        shape = self.frame_shape
+        if len(shape) == 3:
+            return (x.reshape(shape).mean(axis=2).astype(np.float32),
+                    residual.reshape(shape).mean(axis=2).astype(np.float32))
+        return x.reshape(shape).astype(np.float32), residual.reshape(shape).astype(np.float32)
+
+    def _near(self, blocks: np.ndarray) -> np.ndarray:
+        """The pixels of ``blocks`` and of the blocks around them."""
+        grid = blocks.reshape(self.model.grid[::-1]).astype(np.uint8)
+        grid = cv2.dilate(grid, np.ones((3, 3), np.uint8))
+        return cv2.resize(grid, self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
 
     def rebuild(self, frames: list[np.ndarray]) -> None:
         """The model starts again from ``frames`` alone: a new scene."""
