@@ -171,6 +171,27 @@ def test_something_in_view_from_the_first_frame_is_found_when_seeded_and_leaves_
     assert (live[:60] < 7).all()
 
 
+def test_a_seed_whose_majority_shows_someone_standing_gets_the_empty_scene_as_background():
+    """Someone stands (fidgeting) through two thirds of a video, then the place is empty. The
+    inlier scores pick what most seed frames show, them; the empty frames show their ghost
+    (the outline in the model's picture, not the frame's), so the seed keeps only the frames
+    that show the place without them, and from the model re-seeded so every frame that went
+    holds them (an addition, no ghost): the empty scene is the background. Without the
+    outline test the majority's picture is."""
+    rng = np.random.default_rng(3)
+    empty = scene(rng, 300)
+    frames = add_patch(empty.copy(), 0, 199)               # standing from frame 0 to 199
+    seed = [frames[i].ravel() for i in range(0, 300, 5)]
+    detector = Detector(window=60, stride=10)
+    assert detector.seed(seed) == 20                        # the 20 empty frames of 60
+    assert detector.judge.unusualness(empty[250].ravel()) < 4.5
+    assert detector.judge.unusualness(frames[100].ravel()) > 7
+    by_majority = Detector(window=60, stride=10, without=frozenset({"revealed"}))
+    assert by_majority.seed(seed) == 60
+    assert by_majority.judge.unusualness(empty[250].ravel()) > 7
+    assert by_majority.judge.unusualness(frames[100].ravel()) < 4.5
+
+
 def test_a_reference_seeded_from_the_whole_video_finds_what_is_in_view_from_the_start():
     rng = np.random.default_rng(3)
     frames = add_patch(scene(rng, 300), 0, 59)            # in view from frame 0, then gone

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from videvent.detectors.base import FrameScore
-from videvent.detectors.policy import (MIN_SAMPLES, SETTLED_MOTION, DarkScene, FrozenPicture,
-                                       LightSwitch, StartReference, StaticRegions)
+from videvent.detectors.policy import (GHOST_MARGIN, MIN_SAMPLES, SETTLED_MOTION, DarkScene,
+                                       FrozenPicture, LightSwitch, StartReference, StaticRegions,
+                                       outline_margin)
 from videvent.preprocess import FROZEN
 
 SHAPE = (40, 40)
@@ -35,6 +36,26 @@ def regions_fed(frames, z_of, static_after=10):
                               lambda image: np.zeros(16))
         history.append((z.copy(), regions.absorbed_.copy()))
     return regions, history
+
+
+def test_the_outline_margin_tells_a_thing_in_view_from_a_ghost():
+    """A square in the frame that the model's picture lacks has its outline in the frame: a
+    negative margin. The same square in the model's picture, gone from the frame (a ghost),
+    has it in the model's: the margin is as large the other way. Noise alone has no outline,
+    nor has a difference away from the pixels asked about: NaN."""
+    rng = np.random.default_rng(1)
+    empty = picture(rng)
+    with_square = empty.copy()
+    with_square[12:28, 12:28] += 60
+    everywhere = np.ones(SHAPE, bool)
+    in_view = outline_margin(with_square, with_square - empty, everywhere)
+    ghost = outline_margin(empty, empty - with_square, everywhere)
+    assert in_view < -GHOST_MARGIN and ghost >= GHOST_MARGIN
+    assert ghost == pytest.approx(-in_view)
+    assert np.isnan(outline_margin(empty, picture(rng) - picture(rng), everywhere))
+    elsewhere = np.zeros(SHAPE, bool)
+    elsewhere[:, 32:] = True
+    assert np.isnan(outline_margin(with_square, with_square - empty, elsewhere))
 
 
 def test_a_block_unusual_and_unchanging_is_absorbed_after_static_after_and_scores_anew():

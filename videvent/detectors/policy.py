@@ -307,6 +307,45 @@ def block_change_up_to_gain(picture: np.ndarray, reference: np.ndarray,
     return np.sqrt(np.maximum(pp - explained, 0))
 
 
+# Where the residual (blurred by a pixel) passes this many grey levels, something differs from
+# the model's picture: ten times the sensor's noise floor, clear of sensor and codec noise. Its
+# border is the difference's outline.
+OUTLINE_CONTRAST = 10 * NOISE_FLOOR
+# A difference is a ghost (the thing is in the model's picture, not in the frame) when the
+# gradient energy along its outline is the model's picture's by this margin: (model - frame) /
+# (model + frame) of at least 0.2, i.e. one and a half times the frame's.
+GHOST_MARGIN = 0.2
+
+
+def outline_margin(picture: np.ndarray, residual: np.ndarray, near: np.ndarray) -> float:
+    """Whose outline the difference between a frame and the model's picture of it is:
+    (E_model - E_frame) / (E_model + E_frame), with E the gradient energy of each picture
+    along the difference's outline near ``near`` (a pixel mask), in [-1, 1]; NaN where the
+    difference has no outline there.
+
+    A thing in view has its outline in the frame, and the model's picture runs on smoothly
+    across it: the margin is negative. Where the model holds something that has gone (a ghost)
+    it is the other way round (the edge-energy test of removed objects, Tian et al. 2008;
+    Cucchiara et al. 2003 tell a ghost by its lack of motion instead). ``picture`` and
+    ``residual`` (frame minus model picture) are grey (height x width) float32 arrays.
+    """
+    support = np.abs(cv2.GaussianBlur(residual, (0, 0), 1.0)) > OUTLINE_CONTRAST
+    kernel = np.ones((3, 3), np.uint8)
+    support = cv2.morphologyEx(support.astype(np.uint8), cv2.MORPH_CLOSE, kernel)
+    outline = (cv2.morphologyEx(support, cv2.MORPH_GRADIENT, kernel) > 0) & near
+    if not outline.any():
+        return float("nan")
+    in_frame = float(_gradient_energy(picture)[outline].sum())
+    in_model = float(_gradient_energy(picture - residual)[outline].sum())
+    return (in_model - in_frame) / max(in_model + in_frame, 1e-9)
+
+
+def _gradient_energy(picture: np.ndarray) -> np.ndarray:
+    gx = cv2.Sobel(picture, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(picture, cv2.CV_32F, 0, 1, ksize=3)
+    return gx * gx + gy * gy
+
+
 def block_rms(difference: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     """Root-mean-square of a difference picture over each block of a (columns, rows) grid."""
     squared = difference * difference

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import statistics
 
+import cv2
 import numpy as np
 
 from ..preprocess import frame_health
@@ -34,9 +35,10 @@ from ..status import BLANK, CORRUPT, OK, WARMUP
 from .background import METHODS, SubspaceBackground, UPPER_QUANTILE, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
-from .policy import (BRIGHTNESS_SCALE, LIGHT_INVARIANT_BRIGHTNESS_SCALE, MAX_AGE_IN_WINDOWS,
-                     MIN_SAMPLES, UNUSUAL_SHARE, DarkScene, Forgetting, FrozenPicture,
-                     LearningSchedule, LightSwitch, RecentFrames, StartReference, StaticRegions)
+from .policy import (BRIGHTNESS_SCALE, GHOST_MARGIN, LIGHT_INVARIANT_BRIGHTNESS_SCALE,
+                     MAX_AGE_IN_WINDOWS, MIN_SAMPLES, UNUSUAL_SHARE, DarkScene, Forgetting,
+                     FrozenPicture, LearningSchedule, LightSwitch, RecentFrames, StartReference,
+                     StaticRegions, block_change_up_to_gain, outline_margin)
 from .rules import Frame, Look, chain
 
 __all__ = ["METHODS", "SubspaceWindowDetector"]
@@ -61,6 +63,8 @@ class SceneJudge:
         off = frozenset(without) | (frozenset({"lasting", "scene_rebuild", "darkness"})
                                     if static_after is None else frozenset())
         self.rules = chain(off)
+        # The seed's background is chosen by the outline test, not by majority alone.
+        self.reveal_at_seed = "revealed" not in off
         self.model = SubspaceBackground(
             frame_shape, method=method, rank=rank, window=window, projection_dim=projection_dim,
             inlier_fraction=inlier_fraction, refit_every=refit_every, blocks=blocks,
@@ -142,9 +146,10 @@ class SceneJudge:
 
     # -- the model's state -------------------------------------------------------------------
     def seed(self, frames: list[np.ndarray], pinned: bool) -> int:
-        """Build the model from ``frames`` (spread over a video); ``pinned``: half the window
-        at most keeps them for good. If most are blank, darkness is the video's usual look
-        instead. Returns how many frames were used (0: too few)."""
+        """Build the model from ``frames`` (spread over a video), but those that show a
+        presence which left (``_without_what_left``); ``pinned``: half the window at most keeps
+        them for good. If most are blank, darkness is the video's usual look instead. Returns
+        how many frames were used (0: too few)."""
         by_health = {OK: [], BLANK: []}
         for x in frames:
             by_health.setdefault(frame_health(x, None), []).append(x)
@@ -158,11 +163,88 @@ class SceneJudge:
         if len(frames) <= self.model.rank:
             return 0
         frames = frames[:self.model.window]
-        self.model.reset(np.stack(frames),
-                         pinned=min(len(frames), self.model.window // 2) if pinned else 0)
+        self._reset(frames, pinned)
+        if self.reveal_at_seed:
+            background = self._without_what_left(frames, pinned)
+            if background is not None:
+                frames = background
         self.forgetting.clear()
         self.schedule.restart(len(frames))
         return len(frames)
+
+    def _without_what_left(self, frames: list[np.ndarray],
+                           pinned: bool) -> list[np.ndarray] | None:
+        """Re-seed the model from the seed's frames without those that show a presence the
+        majority made background, and return the frames kept; None (the model left as seeded
+        from all of them) if there is no such presence.
+
+        Principle: the background is what lies under every frame, so from its view each frame
+        shows it with things added, never with something of it missing (a ghost).
+
+        The inlier scores pick what most of the frames show; where someone stood through most
+        of a video, that is them. The frames that show the place without them are unusual to
+        such a model, and the difference's outline is in the model's picture, not in theirs
+        (``outline_margin``). The one most plainly so reveals the background there; the frames
+        nearer the model's picture than the revealed one in those blocks go, and the model is
+        re-seeded from the others. The same test then runs the other way: from the re-seeded
+        model's view the frames that went must hold the thing (its outline in them). If one of
+        them shows a ghost instead, the re-seeded picture holds something that frame lacks: not
+        a presence that left but a place whose look changes for good, again and again (bottles
+        taken and put back, each of their states background), and the reveal is undone."""
+        best, best_margin = None, GHOST_MARGIN
+        for x in frames:
+            margin, look, unusual = self._ghost_margin(x)
+            if margin >= best_margin:
+                best, best_margin = (x, look.residual_image, unusual), margin
+        if best is None:
+            return None
+        revealed, residual, blocks = best
+        shape = self.frame_shape
+        ghost = (revealed - residual).reshape(shape)
+        revealed = revealed.reshape(shape)
+        kept, gone = [], []
+        for x in frames:
+            picture = x.reshape(shape)
+            nearer_revealed = (block_change_up_to_gain(picture, revealed, self.model.grid)[blocks]
+                               < block_change_up_to_gain(picture, ghost, self.model.grid)[blocks])
+            (kept if nearer_revealed.mean() > 0.5 else gone).append(x)
+        if len(kept) <= self.model.rank + 1:
+            return None
+        self._reset(kept, pinned)
+        if any(self._ghost_margin(x)[0] >= GHOST_MARGIN for x in gone):
+            self._reset(frames, pinned)
+            return None
+        return kept
+
+    def _reset(self, frames: list[np.ndarray], pinned: bool) -> None:
+        """The model built from ``frames`` alone; ``pinned``: half the window at most keeps
+        them for good."""
+        self.model.reset(np.stack(frames),
+                         pinned=min(len(frames), self.model.window // 2) if pinned else 0)
+
+    def _ghost_margin(self, x: np.ndarray) -> tuple[float, Look, np.ndarray]:
+        """``x``'s outline margin (``outline_margin``) near the blocks the model finds unusual
+        (NaN if it finds none, two neighbouring ones, unusual), its look and those blocks."""
+        look = self.look(x)
+        unusual = look.z >= self.hot
+        if neighbour_max(np.where(unusual, look.z, 0.0).reshape(self.model.grid[::-1])) < self.hot:
+            return float("nan"), look, unusual
+        return (outline_margin(*self._grey(x, look.residual_image), self._near(unusual)),
+                look, unusual)
+
+    def _grey(self, x: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A frame vector and its residual as grey pictures (channels averaged)."""
+        shape = self.frame_shape
+        if len(shape) == 3:
+            return (x.reshape(shape).mean(axis=2).astype(np.float32),
+                    residual.reshape(shape).mean(axis=2).astype(np.float32))
+        return x.reshape(shape).astype(np.float32), residual.reshape(shape).astype(np.float32)
+
+    def _near(self, blocks: np.ndarray) -> np.ndarray:
+        """The pixels of ``blocks`` and of the blocks around them."""
+        grid = blocks.reshape(self.model.grid[::-1]).astype(np.uint8)
+        grid = cv2.dilate(grid, np.ones((3, 3), np.uint8))
+        return cv2.resize(grid, self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
 
     def rebuild(self, frames: list[np.ndarray]) -> None:
         """The model starts again from ``frames`` alone: a new scene."""
