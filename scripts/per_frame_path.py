@@ -9,7 +9,8 @@ rules reaches every rule's ``see``. The code that runs only for a frame without 
 (a ``_no_picture`` method, the branch of ``process_frame`` that returns for a blank or
 corrupt frame is counted as part of ``process_frame``) is not followed. The mechanisms the
 path calls into (``policy.py``'s state machines, the model, the motion evidence) are not
-counted, before or after.
+counted, before or after; nor are class attributes (a rule's ``phase``, which the judge's
+loop reads: the test of it is the loop's, and counted there).
 
 Lines: the method's source lines less blank lines, comments and its docstring. Branches:
 ``if``/``elif`` (each), ``for``, ``while``, ``try``, each ``except``, each conditional

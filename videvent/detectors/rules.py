@@ -2,7 +2,9 @@
 
 A ``SceneJudge`` (``subspace_window.py``) runs its rules in order over every frame with a
 picture: ``rule.see(frame, judge)`` reads what the rules before it found (``Frame``), adds its
-own, and may end the chain with a verdict (darkness does). The state each rule keeps is a
+own, and may end the chain with a verdict (darkness does). A rule may hold to one phase of the
+model (``phase``: only while it warms up, or only after); the judge's loop skips it in the
+other. The state each rule keeps is a
 mechanism of ``policy.py`` (tested alone) that the judge holds; the judge's model is what the
 rules score with, rebuild and teach. A mechanism is turned off (``--without NAME``) by leaving
 its rule out of the list (``chain``).
@@ -10,7 +12,7 @@ its rule out of the list (``chain``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,13 +49,25 @@ class Frame:
                                            # unusual (the look's, unless blocks follow a light)
     score: float = 0.0
     model_score: float = 0.0               # the score that says whether the model finds it unusual
+    evidence: str = ""                     # which evidence gave the score (``Scoring``)
+    blocks: np.ndarray | None = None       # the block scores a verdict shows (None: no model yet)
     learned: bool = False
     held: np.ndarray | None = None         # blocks absorbed as lasting changes before it
     verdict: FrameScore | None = None      # set: the chain ends
 
-    def explained(self, score: float) -> bool:
-        """Whether the verdict carries its residual image and block scores."""
-        return self.explain is True or (self.explain is not False and score >= self.explain)
+    def give(self, verdict: FrameScore, residual_image: np.ndarray,
+             block_scores: np.ndarray | None) -> None:
+        """End the chain with ``verdict``, carrying the residual image and block scores if
+        ``explain`` asks for them at its score (and there are block scores)."""
+        if block_scores is not None and (self.explain is True or (
+                self.explain is not False and verdict.score >= self.explain)):
+            verdict = replace(verdict, residual_image=residual_image, block_scores=block_scores)
+        self.verdict = verdict
+
+
+# A rule's ``phase``: it runs whatever the model's phase, only while the model warms up, or only
+# after (``Frame.warming_up``, the value it is compared with).
+ANY_PHASE, WARMING_UP, WARM = None, True, False
 
 
 class Darkness:
@@ -61,42 +75,38 @@ class Darkness:
     still rebuilds the model; until then it is judged against the darkness, which ends the
     chain, unless the model knows it (the light came back on the scene it knew)."""
 
+    phase = ANY_PHASE
+
     def see(self, frame: Frame, judge) -> None:
         dark = judge.dark
         if dark.lit(frame.x):
-            judge.rebuild(judge.last_frames(judge.warmup, frame.x))
-            frame.rebuilt = True
+            judge.rebuild(judge.last_frames(judge.warmup, frame.x), frame)
         elif dark.active_:
             if judge.explains([frame.x]):
                 dark.leave()
-            else:
-                frame.verdict = self._against_darkness(frame, judge)
-
-    @staticmethod
-    def _against_darkness(frame: Frame, judge) -> FrameScore:
-        """As unusual as the picture is bright (or as its brightness stepped against the
-        recent frames), and not learned until it settles."""
-        brightness = brightness_of(frame.x)
-        score = max(abs(brightness - judge.dark.dark_brightness_) / judge.light.scale,
-                    judge.light.score(brightness, judge.recent.brightness))
-        judge.recent.add(frame.x, brightness)
-        explanation = {}
-        if frame.explained(score):
-            # Against darkness, the whole picture is what is unusual.
-            explanation = {"residual_image": frame.x.reshape(judge.frame_shape).astype(np.float32),
-                           "block_scores": np.full(judge.model.grid[::-1], score)}
-        return FrameScore(frame.index, frame.time_s, 1.0, score, OK, False, **explanation,
-                          evidence="darkness")
+                return
+            # Against darkness: as unusual as the picture is bright (or as its brightness
+            # stepped against the recent frames), the whole picture what is unusual, and not
+            # learned until it settles.
+            brightness = brightness_of(frame.x)
+            score = max(abs(brightness - dark.dark_brightness_) / judge.light.scale,
+                        judge.light.score(brightness, judge.recent.brightness))
+            judge.recent.add(frame.x, brightness)
+            frame.give(FrameScore(frame.index, frame.time_s, 1.0, score, OK, False,
+                                  evidence="darkness"),
+                       frame.x.reshape(judge.frame_shape).astype(np.float32),
+                       np.full(judge.model.grid[::-1], score))
 
 
 class ModelLook:
     """The model's view of the frame, and whether the model is still warming up."""
 
+    phase = ANY_PHASE
+
     def see(self, frame: Frame, judge) -> None:
         # The blocks absorbed as lasting changes before this frame (``Verdict``'s ``lasting``).
         frame.held = judge.regions.absorbed_ & ~judge.regions.following_
-        frame.look = judge.look(frame.x)
-        frame.unusual_z = frame.look.z
+        judge.look(frame)
         frame.warming_up = not judge.model.ready or judge.schedule.warming_up
 
 
@@ -104,6 +114,8 @@ class BrightnessStep:
     """``brightness_step`` (``LightSwitch``): the step of the frame's brightness, which unit
     length hides from the model. Scored before the settled light is read (``SettledLight``):
     scoring the step counts the light's time."""
+
+    phase = ANY_PHASE
 
     def see(self, frame: Frame, judge) -> None:
         frame.brightness_score = judge.light.score(frame.look.assessment.brightness,
@@ -115,16 +127,14 @@ class SettledLight:
     does not explain it, so the new light is the scene, and the model is rebuilt from the
     frames since it settled (as from those that came out of darkness)."""
 
+    phase = WARM
+
     def see(self, frame: Frame, judge) -> None:
-        if (frame.warming_up or judge.light.settled_for_ != judge.settle_frames
-                or not self._light_changed_scene(frame.look.z, judge)):
-            return
-        since = judge.last_frames(judge.settle_frames, frame.x)
-        if len(since) > judge.model.rank + 1:
-            judge.rebuild(since)
-            frame.look = judge.look(frame.x, norm=frame.look.assessment.norm)
-            frame.unusual_z = frame.look.z
-            frame.rebuilt = True
+        if (judge.light.settled_for_ == judge.settle_frames
+                and self._light_changed_scene(frame.look.z, judge)):
+            since = judge.last_frames(judge.settle_frames, frame.x)
+            if len(since) > judge.model.rank + 1:
+                judge.relook(frame, since)
 
     @staticmethod
     def _light_changed_scene(z: np.ndarray, judge) -> bool:
@@ -143,9 +153,9 @@ class LastingChanges:
     """After the warm-up, the look with absorbed blocks scored against their own pictures
     (``StaticRegions``: a lasting change becomes background where it stays)."""
 
+    phase = WARM
+
     def see(self, frame: Frame, judge) -> None:
-        if frame.warming_up:
-            return
         look, x, recent = frame.look, frame.x, judge.recent.frames
         norm = max(look.assessment.norm, 1e-12)
         z, residual_image = judge.regions.update(
@@ -165,21 +175,21 @@ class SceneChange:
     scene changed: the model is rebuilt from the recent frames, which would otherwise hold
     whoever still moves about as the scene."""
 
+    phase = WARM
+
     def see(self, frame: Frame, judge) -> None:
         regions = judge.regions
-        if frame.warming_up or regions.absorbed_share < SCENE_CHANGE_SHARE:
-            return
         moving = np.where(regions.absorbed_, 0.0, frame.look.z)
-        if neighbour_max(moving.reshape(judge.model.grid[::-1])) < judge.hot:
-            judge.rebuild(list(judge.recent.frames))
-            frame.look = judge.look(frame.x, norm=frame.look.assessment.norm)
-            frame.unusual_z = frame.look.z
-            frame.rebuilt = True
+        if (regions.absorbed_share >= SCENE_CHANGE_SHARE
+                and neighbour_max(moving.reshape(judge.model.grid[::-1])) < judge.hot):
+            judge.relook(frame, list(judge.recent.frames))
 
 
 class Remember:
     """The recent frames (``RecentFrames``): what a rebuild starts from, and the brightness
     the next frame's step is read against."""
+
+    phase = ANY_PHASE
 
     def see(self, frame: Frame, judge) -> None:
         judge.recent.add(frame.x, frame.look.assessment.brightness)
@@ -187,17 +197,31 @@ class Remember:
 
 class Scoring:
     """The frame's score: the largest z-score two neighbouring blocks reach in the residual or
-    the motion, or the brightness step; and the score that says whether the model finds it
-    unusual (its own blocks, not the motion's). Nothing before the model is ready."""
+    the motion, or the brightness step; the score that says whether the model finds it unusual
+    (its own blocks, not the motion's); the block scores a verdict shows (the residual's or the
+    motion's, the larger); and which evidence gave the score, for its event's kind
+    (``FrameScore.evidence``). Nothing before the model is ready.
+
+    A brightness step that alone makes the frame unusual is the evidence, whatever the blocks
+    score: a switched light changes them too (colour casts, shadows), and on the 15 dev clips it
+    reached ``hot`` on light switches only, never while a person or a vehicle was the event."""
+
+    phase = ANY_PHASE
 
     def see(self, frame: Frame, judge) -> None:
         if not judge.model.ready:
             return
         grid = judge.model.grid[::-1]
-        frame.score = max(neighbour_max(frame.look.z.reshape(grid)), frame.brightness_score)
-        frame.model_score = max(frame.score, neighbour_max(frame.unusual_z.reshape(grid)))
+        found = {"residual": neighbour_max(frame.look.z.reshape(grid)),
+                 "brightness": frame.brightness_score}
+        frame.model_score = max(*found.values(), neighbour_max(frame.unusual_z.reshape(grid)))
+        frame.blocks = frame.look.z.reshape(grid)
         if frame.motion_z is not None:
-            frame.score = max(frame.score, neighbour_max(frame.motion_z.reshape(grid)))
+            found["motion"] = neighbour_max(frame.motion_z.reshape(grid))
+            frame.blocks = np.maximum(frame.look.z, frame.motion_z).reshape(grid)
+        frame.score = max(found.values())
+        frame.evidence = ("brightness" if frame.brightness_score >= judge.hot
+                          else max(found, key=found.get))
 
 
 class WarmupDamping:
@@ -205,15 +229,18 @@ class WarmupDamping:
     is found; but statistics of a second's frames have not seen a tree's gusts yet, so the
     scores count for the share of the warm-up seen."""
 
+    phase = WARMING_UP
+
     def see(self, frame: Frame, judge) -> None:
-        if frame.warming_up:
-            frame.score *= judge.schedule.elapsed_ / judge.warmup
+        frame.score *= judge.schedule.elapsed_ / judge.warmup
 
 
 class Learning:
     """What the model learns (``LearningSchedule``), in the slot whose frame it forgets
     (``Forgetting``). Unusual to the model itself: what its window holds is its business, not
     what moves (a busy lane is usual there, and its cars still flagged by their motion)."""
+
+    phase = ANY_PHASE
 
     def see(self, frame: Frame, judge) -> None:
         frame.learned = judge.schedule.should_learn()
@@ -229,36 +256,15 @@ class Verdict:
     """The verdict, which ends the chain: with which evidence gave its score, and whether blocks
     of a lasting change became background at it (what its event's kind is read from)."""
 
-    def see(self, frame: Frame, judge) -> None:
-        look, explanation = frame.look, {}
-        if judge.model.ready and frame.explained(frame.score):
-            blocks = look.z if frame.motion_z is None else np.maximum(look.z, frame.motion_z)
-            explanation = {"residual_image": look.residual_image.reshape(judge.frame_shape),
-                           "block_scores": blocks.reshape(judge.model.grid[::-1])}
-        regions = judge.regions
-        lasting = bool((regions.absorbed_ & ~regions.following_ & ~frame.held).any())
-        frame.verdict = FrameScore(frame.index, frame.time_s, look.assessment.residual,
-                                   frame.score, WARMUP if frame.warming_up else OK,
-                                   frame.learned, frame.rebuilt, **explanation,
-                                   evidence=self._evidence(frame, judge), lasting=lasting)
+    phase = ANY_PHASE
 
-    @staticmethod
-    def _evidence(frame: Frame, judge) -> str:
-        """Which evidence gave the frame's score (``Scoring``'s largest), for its event's kind
-        (``FrameScore.evidence``); '' before the model scores anything. A brightness step that
-        alone makes the frame unusual is the evidence, whatever the blocks score: a switched
-        light changes them too (colour casts, shadows), and on the 15 dev clips it reached
-        ``hot`` on light switches only, never while a person or a vehicle was the event."""
-        if not judge.model.ready:
-            return ""
-        if frame.brightness_score >= judge.hot:
-            return "brightness"
-        grid = judge.model.grid[::-1]
-        found = [("residual", neighbour_max(frame.look.z.reshape(grid))),
-                 ("brightness", frame.brightness_score)]
-        if frame.motion_z is not None:
-            found.append(("motion", neighbour_max(frame.motion_z.reshape(grid))))
-        return max(found, key=lambda pair: pair[1])[0]
+    def see(self, frame: Frame, judge) -> None:
+        look, regions = frame.look, judge.regions
+        lasting = bool((regions.absorbed_ & ~regions.following_ & ~frame.held).any())
+        frame.give(FrameScore(frame.index, frame.time_s, look.assessment.residual, frame.score,
+                              WARMUP if frame.warming_up else OK, frame.learned, frame.rebuilt,
+                              evidence=frame.evidence, lasting=lasting),
+                   look.residual_image.reshape(judge.frame_shape), frame.blocks)
 
 
 # The rules in order, each with the name (``settings.MECHANISMS``) that leaves it out; those

@@ -39,7 +39,7 @@ from .policy import (BRIGHTNESS_SCALE, GHOST_MARGIN, LIGHT_INVARIANT_BRIGHTNESS_
                      MAX_AGE_IN_WINDOWS, MIN_SAMPLES, UNUSUAL_SHARE, DarkScene, Forgetting,
                      FrozenPicture, LearningSchedule, LightSwitch, RecentFrames, StartReference,
                      StaticRegions, block_change_up_to_gain, outline_margin)
-from .rules import Frame, Look, chain
+from .rules import ANY_PHASE, Frame, Look, chain
 
 __all__ = ["METHODS", "SubspaceWindowDetector"]
 
@@ -116,9 +116,11 @@ class SceneJudge:
                 self.dark.blank(brightness_of(x))
 
     def judge(self, frame: Frame) -> FrameScore:
-        """The verdict on a frame with a picture: each rule in turn, until one gives it."""
+        """The verdict on a frame with a picture: each rule in turn, until one gives it; a
+        rule of one phase (``rules.WARMING_UP``, ``rules.WARM``) only in that phase."""
         for rule in self.rules:
-            rule.see(frame, self)
+            if rule.phase in (ANY_PHASE, frame.warming_up):
+                rule.see(frame, self)
             if frame.verdict is not None:
                 return frame.verdict
 
@@ -128,11 +130,19 @@ class SceneJudge:
         recent = list(self.recent.frames)
         return recent[max(0, len(recent) + 1 - count):] + [x]
 
-    def look(self, x: np.ndarray, norm: float | None = None) -> Look:
-        """The model's assessment of ``x`` and its block z-scores."""
-        assessment = self.model.score_one(x, norm=norm)
-        return Look(assessment, self.block_z(assessment.block_energies),
-                    assessment.residual_image)
+    def look(self, frame: Frame, norm: float | None = None) -> None:
+        """The model's view of ``frame`` (``Frame.look``): its assessment and block z-scores,
+        which are also those that say whether the model finds it unusual, so far."""
+        assessment = self.model.score_one(frame.x, norm=norm)
+        frame.look = Look(assessment, self.block_z(assessment.block_energies),
+                          assessment.residual_image)
+        frame.unusual_z = frame.look.z
+
+    def relook(self, frame: Frame, frames: list[np.ndarray]) -> None:
+        """Rebuild the model from ``frames`` at ``frame`` and look at it again, with the first
+        look's length of it."""
+        self.rebuild(frames, frame)
+        self.look(frame, norm=frame.look.assessment.norm)
 
     def unusualness(self, x: np.ndarray) -> float:
         """How unusual the model finds ``x`` on its own (no motion, light or lasting changes):
@@ -225,7 +235,9 @@ class SceneJudge:
     def _ghost_margin(self, x: np.ndarray) -> tuple[float, Look, np.ndarray]:
         """``x``'s outline margin (``outline_margin``) near the blocks the model finds unusual
         (NaN if it finds none, two neighbouring ones, unusual), its look and those blocks."""
-        look = self.look(x)
+        assessment = self.model.score_one(x)
+        look = Look(assessment, self.block_z(assessment.block_energies),
+                    assessment.residual_image)
         unusual = look.z >= self.hot
         if neighbour_max(np.where(unusual, look.z, 0.0).reshape(self.model.grid[::-1])) < self.hot:
             return float("nan"), look, unusual
@@ -246,12 +258,13 @@ class SceneJudge:
         grid = cv2.dilate(grid, np.ones((3, 3), np.uint8))
         return cv2.resize(grid, self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
 
-    def rebuild(self, frames: list[np.ndarray]) -> None:
-        """The model starts again from ``frames`` alone: a new scene."""
+    def rebuild(self, frames: list[np.ndarray], frame: Frame) -> None:
+        """The model starts again from ``frames`` alone, at ``frame``: a new scene."""
         self.model.reset(np.stack(frames))
         self.forgetting.clear()
         self.regions.clear()
         self.schedule.restart(len(frames))
+        frame.rebuilt = True
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
         """The model's block z-scores, never above 0 in a block nobody watches."""
@@ -436,14 +449,13 @@ class SubspaceWindowDetector:
         decision = reference.decide(self.judge.schedule.elapsed_, judged.score, frame.look.z,
                                     self.judge.regions.still_for_,
                                     self.model.spans_any(reference.seen_learned_))
-        if decision == StartReference.GO:
+        if decision != StartReference.STAY:
             self.start_reference_ = None
-        elif decision == StartReference.TAKE_OVER:
+        if decision == StartReference.TAKE_OVER:
             # The twin's window of frames from the whole file, unpinned, and those it learned
             # since replace the model's.
             reference.twin.regions.static_after = self.judge.regions.static_after
             self.judge = reference.twin
             self.judge.model.unpin()
-            self.start_reference_ = None
             self.start_reference_adopted_ = verdict.index
         return verdict
