@@ -84,7 +84,7 @@ class Darkness:
         if dark.lit(frame.x):
             judge.rebuild(judge.last_frames(judge.warmup, frame.x), frame)
         elif dark.active_:
-            if judge.explains([frame.x]):
+            if judge.model.ready and judge.unusualness(frame.x) < judge.hot:
                 dark.leave()
                 return
             # Against darkness: as unusual as the picture is bright (or as its brightness
