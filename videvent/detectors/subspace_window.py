@@ -13,10 +13,11 @@ the window, below the vote's breakdown point).
 
 A ``SceneJudge`` is one model and the policy that runs it: a loop over its rules (darkness,
 the light switch, static regions, the learning schedule, ...), which hold their state in the
-mechanisms it keeps. The detector holds one, the motion evidence, the verdict a frozen picture
-keeps (``FrozenPicture``), and on a file a ``StartReference``: a second judge seeded from
-frames spread over the whole file (``seed_reference``), which judges the warm-up alongside the
-model and takes over if the model learned a presence whose leaving it would score as a ghost.
+mechanisms it keeps. The detector holds one, the motion evidence and the verdict a frozen
+picture keeps (``FrozenPicture``); on a file its judge holds a ``StartReference``: a second
+judge seeded from frames spread over the whole file (``seed_reference``), which judges the
+warm-up alongside the model (until a rebuild: a new scene) and takes over if the model learned
+a presence whose leaving it would score as a ghost.
 ``seed`` instead builds the model itself from such frames first (the paper's batch setting).
 
 Every time is in frames here (``passes.detector_parameters`` derives them from the settings'
