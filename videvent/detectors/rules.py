@@ -51,6 +51,8 @@ class Frame:
     model_score: float = 0.0               # the score that says whether the model finds it unusual
     evidence: str = ""                     # which evidence gave the score (``Scoring``)
     blocks: np.ndarray | None = None       # the block scores a verdict shows (None: no model yet)
+    unusual: bool = False                  # after the warm-up, the model finds it unusual
+    energies: np.ndarray | None = None     # after the warm-up, its block energies (``Learning``)
     learned: bool = False
     held: np.ndarray | None = None         # blocks absorbed as lasting changes before it
     verdict: FrameScore | None = None      # set: the chain ends
@@ -82,7 +84,7 @@ class Darkness:
         if dark.lit(frame.x):
             judge.rebuild(judge.last_frames(judge.warmup, frame.x), frame)
         elif dark.active_:
-            if judge.explains([frame.x]):
+            if judge.model.ready and judge.unusualness(frame.x) < judge.hot:
                 dark.leave()
                 return
             # Against darkness: as unusual as the picture is bright (or as its brightness
@@ -235,21 +237,32 @@ class WarmupDamping:
         frame.score *= judge.schedule.elapsed_ / judge.warmup
 
 
+class WarmLook:
+    """After the warm-up, what ``Learning`` reads of the model's view: whether the model itself
+    finds the frame unusual (``model_score``: what its window holds is its business, not what
+    moves; a busy lane is usual there, and its cars still flagged by their motion), and the
+    frame's block energies, which the model's statistics keep if it learns the frame. While it
+    warms up it learns what is in view, none of it unusual, and its statistics read such a
+    frame's residual against the subspace it helps span."""
+
+    phase = WARM
+
+    def see(self, frame: Frame, judge) -> None:
+        frame.unusual = frame.model_score >= judge.hot
+        frame.energies = frame.look.assessment.block_energies
+
+
 class Learning:
     """What the model learns (``LearningSchedule``), in the slot whose frame it forgets
-    (``Forgetting``). Unusual to the model itself: what its window holds is its business, not
-    what moves (a busy lane is usual there, and its cars still flagged by their motion)."""
+    (``Forgetting``), told whether the model found it unusual (``WarmLook``)."""
 
     phase = ANY_PHASE
 
     def see(self, frame: Frame, judge) -> None:
         frame.learned = judge.schedule.should_learn()
         if frame.learned:
-            look = frame.look
-            unusual = not frame.warming_up and frame.model_score >= judge.hot
-            judge.model.learn_one(
-                frame.x, judge.forgetting.slot(judge.model, unusual), norm=look.assessment.norm,
-                energies=None if frame.warming_up else look.assessment.block_energies)
+            judge.model.learn_one(frame.x, judge.forgetting.slot(judge.model, frame.unusual),
+                                  norm=frame.look.assessment.norm, energies=frame.energies)
 
 
 class Verdict:
@@ -272,7 +285,7 @@ class Verdict:
 RULES = (("darkness", Darkness), ("", ModelLook), ("brightness_step", BrightnessStep),
          ("scene_rebuild", SettledLight), ("lasting", LastingChanges),
          ("scene_rebuild", SceneChange), ("", Remember), ("", Scoring),
-         ("warmup_damping", WarmupDamping), ("", Learning), ("", Verdict))
+         ("warmup_damping", WarmupDamping), ("", WarmLook), ("", Learning), ("", Verdict))
 
 
 def chain(off: frozenset[str]) -> list:

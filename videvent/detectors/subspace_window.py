@@ -13,10 +13,11 @@ the window, below the vote's breakdown point).
 
 A ``SceneJudge`` is one model and the policy that runs it: a loop over its rules (darkness,
 the light switch, static regions, the learning schedule, ...), which hold their state in the
-mechanisms it keeps. The detector holds one, the motion evidence, the verdict a frozen picture
-keeps (``FrozenPicture``), and on a file a ``StartReference``: a second judge seeded from
-frames spread over the whole file (``seed_reference``), which judges the warm-up alongside the
-model and takes over if the model learned a presence whose leaving it would score as a ghost.
+mechanisms it keeps. The detector holds one, the motion evidence and the verdict a frozen
+picture keeps (``FrozenPicture``); on a file its judge holds a ``StartReference``: a second
+judge seeded from frames spread over the whole file (``seed_reference``), which judges the
+warm-up alongside the model (until a rebuild: a new scene) and takes over if the model learned
+a presence whose leaving it would score as a ghost.
 ``seed`` instead builds the model itself from such frames first (the paper's batch setting).
 
 Every time is in frames here (``passes.detector_parameters`` derives them from the settings'
@@ -105,6 +106,8 @@ class SceneJudge:
         self.light = LightSwitch(
             scale=LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant else BRIGHTNESS_SCALE,
             hot=hot, settle_frames=settle_frames, settling="light_settling" not in off)
+        # A twin judging the start alongside (``SubspaceWindowDetector.seed_reference``).
+        self.reference: StartReference | None = None
 
     # -- frames ------------------------------------------------------------------------------
     def no_picture(self, health: str, x: np.ndarray | None) -> None:
@@ -259,8 +262,10 @@ class SceneJudge:
         return cv2.resize(grid, self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
 
     def rebuild(self, frames: list[np.ndarray], frame: Frame) -> None:
-        """The model starts again from ``frames`` alone, at ``frame``: a new scene."""
+        """The model starts again from ``frames`` alone, at ``frame``: a new scene, of which
+        the file's look says nothing, so a twin judging the start goes."""
         self.model.reset(np.stack(frames))
+        self.reference = None
         self.forgetting.clear()
         self.regions.clear()
         self.schedule.restart(len(frames))
@@ -332,13 +337,17 @@ class SubspaceWindowDetector:
             refresh=self.settle_frames)
         self.frozen = FrozenPicture()
         self.seeded_ = 0                                  # frames the model was seeded with
-        self.start_reference_: StartReference | None = None  # see ``seed_reference``
         self.start_reference_frames_ = 0                  # frames that twin was seeded with
         self.start_reference_adopted_: int | None = None  # frame the twin took over at
 
     @property
     def model(self) -> SubspaceBackground:
         return self.judge.model
+
+    @property
+    def start_reference_(self) -> StartReference | None:
+        """The twin judging the start (``seed_reference``); None before, and once it went."""
+        return self.judge.reference
 
     @property
     def look_back(self) -> int:
@@ -390,12 +399,12 @@ class SubspaceWindowDetector:
         """
         if self.judge.schedule.elapsed_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
-        self.start_reference_ = None
+        self.judge.reference = None
         twin = SceneJudge(self.frame_shape, **self._parameters)
         twin.regions.static_after = self.settle_frames
         used = twin.seed(list(frames), pinned=True)
         if used:
-            self.start_reference_ = StartReference(
+            self.judge.reference = StartReference(
                 twin, hot=self.judge.hot, settle_frames=self.settle_frames,
                 static_after=self.static_after,
                 until=self.judge.warmup + self.judge.schedule.span)
@@ -418,7 +427,7 @@ class SubspaceWindowDetector:
         if self.motion is not None:
             frame.motion_z = self.judge.only_watched(self.motion.score_and_learn(x))
         verdict = self.judge.judge(frame)
-        if self.start_reference_ is not None and frame.look is not None:
+        if self.judge.reference is not None and frame.look is not None:
             verdict = self._with_start_reference(verdict, frame)
         return self.frozen.remember(verdict)
 
@@ -427,8 +436,8 @@ class SubspaceWindowDetector:
         """A blank or corrupt frame: no picture to score, reported through the status, never
         as NaN or an event."""
         self.judge.no_picture(health, x)
-        if self.start_reference_ is not None and health == BLANK:
-            self.start_reference_.twin.light.switched()     # the light went out for it too
+        if self.judge.reference is not None and health == BLANK:
+            self.judge.reference.twin.light.switched()     # the light went out for it too
         if self.motion is not None:
             self.motion.forget_picture()
         return FrameScore(index, time_s, 0.0, 0.0, health, False)
@@ -436,11 +445,9 @@ class SubspaceWindowDetector:
     def _with_start_reference(self, verdict: FrameScore, frame: Frame) -> FrameScore:
         """The larger of the model's and the twin's verdicts; after the warm-up, the twin
         stays, goes or takes over (``StartReference.decide``). A rebuild is a new scene, of
-        which the file's look says nothing: the twin goes."""
-        reference = self.start_reference_
-        if verdict.absorbed:
-            self.start_reference_ = None
-            return verdict
+        which the file's look says nothing: the twin goes (``SceneJudge.rebuild``), before it
+        would judge the frame."""
+        reference = self.judge.reference
         judged = reference.twin.judge(Frame(frame.index, frame.time_s, frame.x, frame.explain))
         reference.saw_learned(verdict.admitted, self.model.n_learned_ - 1, judged.score)
         verdict = reference.larger(verdict, judged)
@@ -450,7 +457,7 @@ class SubspaceWindowDetector:
                                     self.judge.regions.still_for_,
                                     self.model.spans_any(reference.seen_learned_))
         if decision != StartReference.STAY:
-            self.start_reference_ = None
+            self.judge.reference = None
         if decision == StartReference.TAKE_OVER:
             # The twin's window of frames from the whole file, unpinned, and those it learned
             # since replace the model's.
