@@ -88,6 +88,9 @@ class SceneJudge:
                 watched_pixels = watched_pixels.any(axis=2)
             self.watched_blocks = np.bincount(self.model.pixel_block_[watched_pixels].ravel(),
                                               minlength=self.model.n_blocks) > 0
+        # The most each block may score: no limit where watched, 0 elsewhere (one minimum a
+        # frame, the same numbers as choosing between z and min(z, 0)).
+        self._ceiling = np.where(self.watched_blocks, np.inf, 0.0)
         self.static_after = static_after
         self.warmup = max(1, int(warmup))
         self.schedule = LearningSchedule(stride, self.warmup, window)
@@ -133,12 +136,16 @@ class SceneJudge:
         recent = list(self.recent.frames)
         return recent[max(0, len(recent) + 1 - count):] + [x]
 
+    def view(self, x: np.ndarray, norm: float | None = None) -> Look:
+        """The model's view of the frame vector ``x``: its assessment and block z-scores."""
+        assessment = self.model.score_one(x, norm=norm)
+        return Look(assessment, self.block_z(assessment.block_energies),
+                    assessment.residual_image)
+
     def look(self, frame: Frame, norm: float | None = None) -> None:
-        """The model's view of ``frame`` (``Frame.look``): its assessment and block z-scores,
-        which are also those that say whether the model finds it unusual, so far."""
-        assessment = self.model.score_one(frame.x, norm=norm)
-        frame.look = Look(assessment, self.block_z(assessment.block_energies),
-                          assessment.residual_image)
+        """The model's view of ``frame`` (``Frame.look``), whose z-scores are also those that
+        say whether the model finds it unusual, so far."""
+        frame.look = self.view(frame.x, norm)
         frame.unusual_z = frame.look.z
 
     def relook(self, frame: Frame, frames: list[np.ndarray]) -> None:
@@ -150,8 +157,7 @@ class SceneJudge:
     def unusualness(self, x: np.ndarray) -> float:
         """How unusual the model finds ``x`` on its own (no motion, light or lasting changes):
         its block z-scores' worst pair of neighbouring blocks; ``hot`` and up is unusual."""
-        z = self.block_z(self.model.score_one(x).block_energies)
-        return neighbour_max(z.reshape(self.model.grid[::-1]))
+        return neighbour_max(self.view(x).z.reshape(self.model.grid[::-1]))
 
     def explains(self, frames: np.ndarray) -> bool:
         """Whether the model finds every one of ``frames`` (one a row) usual."""
@@ -238,11 +244,10 @@ class SceneJudge:
     def _ghost_margin(self, x: np.ndarray) -> tuple[float, Look, np.ndarray]:
         """``x``'s outline margin (``outline_margin``) near the blocks the model finds unusual
         (NaN if it finds none, two neighbouring ones, unusual), its look and those blocks."""
-        assessment = self.model.score_one(x)
-        look = Look(assessment, self.block_z(assessment.block_energies),
-                    assessment.residual_image)
+        look = self.view(x)
         unusual = look.z >= self.hot
-        if neighbour_max(np.where(unusual, look.z, 0.0).reshape(self.model.grid[::-1])) < self.hot:
+        # Two neighbouring blocks reach ``hot`` exactly where the worst pair's lower does.
+        if neighbour_max(look.z.reshape(self.model.grid[::-1])) < self.hot:
             return float("nan"), look, unusual
         return (outline_margin(*self._grey(x, look.residual_image), self._near(unusual)),
                 look, unusual)
@@ -258,8 +263,8 @@ class SceneJudge:
     def _near(self, blocks: np.ndarray) -> np.ndarray:
         """The pixels of ``blocks`` and of the blocks around them."""
         grid = blocks.reshape(self.model.grid[::-1]).astype(np.uint8)
-        grid = cv2.dilate(grid, np.ones((3, 3), np.uint8))
-        return cv2.resize(grid, self.frame_shape[1::-1], interpolation=cv2.INTER_NEAREST) > 0
+        around = cv2.dilate(grid, np.ones((3, 3), np.uint8)).ravel() > 0
+        return around[self.model.pixel_block_]
 
     def rebuild(self, frames: list[np.ndarray], frame: Frame) -> None:
         """The model starts again from ``frames`` alone, at ``frame``: a new scene, of which
@@ -277,7 +282,7 @@ class SceneJudge:
 
     def only_watched(self, z: np.ndarray | None) -> np.ndarray | None:
         """Block z-scores never above 0 in a block nobody watches (None: none)."""
-        return None if z is None else np.where(self.watched_blocks, z, np.minimum(z, 0.0))
+        return None if z is None else np.minimum(z, self._ceiling)
 
 
 class SubspaceWindowDetector:
