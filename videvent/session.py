@@ -356,11 +356,15 @@ class Session:
         """The event's kind from its frames so far (``videvent.kinds.event_kind``)."""
         evidence = self._evidence.get(event.number)
         lasting = left = False
-        for index, lasting_here, left_here in self._flagged:
+        # Newest first, back to its core's start (frames in order): not the whole record,
+        # on every frame of an event.
+        for index, lasting_here, left_here in reversed(self._flagged):
+            if index < event.core_start_frame:
+                break
             # Something left while it lasted; something appeared and stayed when blocks became
             # background as it ended (the absorption ends the core: the frame after it, in its
-            # padding). Not earlier: a visitor standing still for --absorb-after is absorbed
-            # in part, and leaves (on the dev clips, all six visits of intel_one_by_one).
+            # padding). Not earlier: a visitor who stands still for --absorb-after is absorbed
+            # in part, and then leaves.
             left |= left_here and event.core_start_frame <= index <= event.end_frame
             lasting |= lasting_here and event.core_end_frame <= index <= event.end_frame
         return event_kind(evidence.evidence if evidence else {}, rebuilt=event.absorbed,
