@@ -69,6 +69,27 @@ def test_colour_frames_find_the_same_visit_as_grey(tmp_path, light):
     assert recall >= 0.95 and precision >= min(0.85, grey_precision), found
 
 
+def test_an_mjpeg_avi_at_ffmpegs_default_rate_control_gives_the_mp4s_one_visit(tmp_path):
+    """The demo as cheap cameras and DVRs record it: Motion JPEG at FFmpeg's default rate
+    control, whose quantiser changes from frame to frame. The frames coded coarser carry more
+    noise in every block (``frame_noise``): the visit is still one event, the empty room
+    before it none, and she is flagged while she stands (with the frames' noise read as the
+    scene's, the room was an event and her standing was not)."""
+    path, truth = sample("person_visit")
+    video = tmp_path / "person_visit.avi"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-c:v", "mjpeg", str(video)],
+                   check=True, timeout=120)
+    _, scores, events = run_and_read(tmp_path, video)
+    [[first, last]] = truth["event_frames"]
+    [event] = events["events"]
+    fps = truth["fps"]
+    assert abs(event["core_start_frame"] - first) <= fps // 2, event
+    assert abs(event["core_end_frame"] - last) <= fps // 2, event
+    out = tmp_path / "noise-as-scene"
+    assert run_cli("run", video, "-d", out, "-q", "--no-plot", "--without",
+                   "frame_noise").returncode == 0
+    assert len(json.loads((out / "events.json").read_text())["events"]) > 1
+
 def test_colour_frames_absorb_a_lasting_change_as_grey_does(tmp_path):
     """The lasting change of the scene-change clip becomes background block by block (the
     static regions, on three channels) in colour as in grey: the same events."""

@@ -338,6 +338,28 @@ def test_a_lasting_change_is_absorbed_on_a_clean_and_on_a_noisy_sensor(noise):
     assert (scores[150 + 40 + 10:] < 4.5).all()         # then background
 
 
+def test_a_codec_that_codes_some_frames_coarser_is_noise_not_an_event():
+    """A quantiser that changes from frame to frame (as FFmpeg's MJPEG rate control does)
+    raises every block of the frames it codes coarser: that is the frame's own noise
+    (``frame_noise``), taken off its blocks, so no frame of the still scene is an event and an
+    object placed in it still is. Read as the scene's, the coarser frames were events. A lamp
+    that lights two thirds of the scene changes their coarse picture: never the frame's noise."""
+    rng = np.random.default_rng(5)
+    frames = scene(rng, 320)
+    coarser = (np.arange(320) >= 80) & (np.arange(320) // 3 % 2 == 1)
+    frames[coarser] += rng.normal(0, 4, frames[coarser].shape).astype(np.float32)
+    frames = add_patch(frames, 220, 260)
+    detector = Detector()
+    scores = scores_of(feed(detector, frames))
+    assert scores[60:219].max() < POLICY["hot"] and (scores[222:258] > 10).all()
+    noise_as_scene = scores_of(feed(Detector(without={"frame_noise"}), frames))
+    assert (noise_as_scene[60:219] >= POLICY["hot"]).sum() > 20
+    lamp = frames[100] * np.where(np.arange(SHAPE[1]) < 2 * SHAPE[1] // 3, 1.6, 1.0)
+    model = detector.model
+    x = lamp.ravel()
+    energies = model.block_energies(x - model.basis_ @ (model.basis_.T @ x), np.linalg.norm(x), x)
+    assert model.noise_of(x, energies) == 0.0
+
 def test_a_static_object_becomes_background_in_its_region_only_with_no_blind_spell():
     rng = np.random.default_rng(5)
     frames = add_patch(scene(rng, 400), 100, 399, moving=False)   # left, and it stays

@@ -35,7 +35,8 @@ else:  # pragma: no cover - Python 3.10
 # what each is worth (an ablation); ``videvent/detectors`` reads the same names.
 MECHANISMS = ("motion", "brightness_step", "light_settling", "scene_rebuild", "darkness",
               "region_vote", "presence_share", "max_age", "upper_quantile", "neighbour_spread",
-              "out_of_sample", "warmup_damping", "gradual_change", "revealed")
+              "out_of_sample", "warmup_damping", "gradual_change", "revealed",
+              "frame_noise")
 TIME_HELP = "frames, seconds ('12.3s'), minutes ('10m', '1h30m') or a timecode ('HH:MM:SS.mmm')"
 # Words that turn a time that can be None (absorb-after) off.
 NEVER = ("never", "none", "off")

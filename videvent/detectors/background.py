@@ -16,6 +16,16 @@ camera's exposure moving in one part of the frame) is left out of its energy: it
 light, not what is there. A waving tree leaves a large
 residual where the tree is, every frame; a person on the lawn leaves one where it is usually
 tiny. The overall brightness is scored apart, since normalising frames to unit length hides it.
+
+A frame also carries its own noise, which the block's past does not know: a codec whose quantiser
+changes from frame to frame (FFmpeg's MJPEG rate control, an I-frame among P-frames) raises the
+residual of every block it codes coarser, the still ones as much as any. With ``frame_noise``,
+the blocks whose coarse picture the window's majority agrees with (nothing new is in them) tell
+how much: if they are at least half the frame, their median excess over their usual energy, if
+it reaches the floor of any block's spread, is the frame's noise, and its excess power comes off every block (noise adds power: a block with a
+person in it keeps nearly all of its energy). A light switched or a scene changed
+alters the coarse picture of most blocks, so it is never taken for noise; someone close to the
+camera leaves the other half to tell the frame's noise by.
 """
 
 from __future__ import annotations
@@ -70,9 +80,11 @@ class Assessment:
 
     residual: distance of the unit-length frame from the subspace (0..1, the paper's quantity)
     residual_image: the frame minus its reconstruction (grey levels, same length as the frame)
-    block_energies: log root-mean-square residual of each block of the unit-length frame
+    block_energies: log root-mean-square residual of each block of the unit-length frame,
+        less the frame's own noise
     brightness: log of the frame's mean pixel
     norm: the frame's length (worked out once a frame, see ``score_one``)
+    noise: the frame's own noise (``frame_noise``), in log energy over the blocks' usual
     """
 
     residual: float
@@ -80,6 +92,7 @@ class Assessment:
     block_energies: np.ndarray
     brightness: float
     norm: float
+    noise: float = 0.0
 
 
 def brightness_of(x: np.ndarray) -> float:
@@ -102,14 +115,15 @@ class SubspaceBackground:
     ``region_vote``: the refit's per-block vote (``refit``); ``upper_quantile``: a block's
     spread is at least this quantile's distance from its median (None: the MAD's alone);
     ``neighbour_spread``: at least its neighbours' median spread; ``out_of_sample``: the
-    spread reads the residuals frames had when scored as well as the in-sample ones.
+    spread reads the residuals frames had when scored as well as the in-sample ones;
+    ``frame_noise``: a frame's own noise is taken off its energies (see the module's text).
     """
 
     def __init__(self, frame_shape: tuple[int, ...], *, method: str, rank: int, window: int,
                  projection_dim: int, inlier_fraction: float, refit_every: int, blocks: int,
                  light_invariant: bool, region_vote: bool = True,
                  upper_quantile: float | None = UPPER_QUANTILE, neighbour_spread: bool = True,
-                 out_of_sample: bool = True):
+                 out_of_sample: bool = True, frame_noise: bool = True):
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
         if rank < 1 or window < rank + 1:
@@ -142,6 +156,7 @@ class SubspaceBackground:
         self.upper_quantile = upper_quantile
         self.neighbour_spread = bool(neighbour_spread)
         self.out_of_sample = bool(out_of_sample)
+        self.frame_noise = bool(frame_noise)
 
         # Frames in float32 halve the memory traffic of the per-frame products; the small
         # matrices (Gram, eigenvectors) stay float64.
@@ -176,6 +191,8 @@ class SubspaceBackground:
         self.added_since_refit_ = 0
         self.n_refits_ = 0
         self._stats = None                                        # cached medians and scales
+        self._cell_statistics = None   # the window's coarse pictures' median, and how far off
+                                       # a block's still agrees with it
         self._unit_pixel = 1.0 / math.sqrt(self.n_features)
         self._channels = self.frame_shape[2] if len(self.frame_shape) == 3 else 1
 
@@ -193,8 +210,36 @@ class SubspaceBackground:
             norm = float(np.linalg.norm(x))
         if norm == 0.0:
             return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0, 0.0)
+        energies = self.block_energies(outside, norm, x)
+        noise = self.noise_of(x, energies)
         return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
-                          self.block_energies(outside, norm, x), brightness_of(x), norm)
+                          self.less_noise(energies, noise), brightness_of(x), norm, noise)
+
+    def less_noise(self, energies: np.ndarray, noise: float | np.ndarray,
+                   level: np.ndarray | None = None) -> np.ndarray:
+        """Block ``energies`` (a frame's, or one frame a row) without their frame's own
+        ``noise`` (``noise_of``; one a row): noise adds power, so what comes off a block is
+        the noise's excess over the block's usual power (``level``, by default the model's),
+        and a block with much more than noise in it keeps nearly all of its energy (never less
+        than all of it scaled down by the noise, as a block of noise alone is)."""
+        noise = np.asarray(noise, float)
+        if not noise.any():
+            return energies
+        if noise.ndim:
+            noise = noise[:, None]
+        if level is None:
+            level = self._statistics()[0]
+        excess = np.expm1(2 * noise) * np.exp(2 * level)
+        less = 0.5 * np.log(np.maximum(np.exp(2 * energies) - excess, 1e-300))
+        return np.maximum(less, energies - noise)
+
+    def noise_of(self, x: np.ndarray, energies: np.ndarray) -> float:
+        """The frame ``x``'s own noise, from its block ``energies``: 0 without
+        ``frame_noise`` or before the model is ready."""
+        if not (self.frame_noise and self.ready):
+            return 0.0
+        return float(self._frames_noise(energies[None], self.coarse_picture(x)[None],
+                                        self._statistics()[0])[0])
 
     def learn_one(self, x: np.ndarray, slot: int, *, refit: bool = True,
                   energies: np.ndarray | None = None, norm: float | None = None) -> None:
@@ -296,13 +341,14 @@ class SubspaceBackground:
             for slot in np.flatnonzero(scored):
                 x = self.frames_[slot]
                 outside = x - basis @ (basis.T @ x)
-                self.scored_energies_[slot] = self.block_energies(outside, np.linalg.norm(x), x)
+                energies = self.block_energies(outside, np.linalg.norm(x), x)
+                self.scored_energies_[slot] = self.less_noise(energies, self.noise_of(x, energies))
                 self.scored_[slot] = True
         self._refresh_statistics()
 
     def coarse_picture(self, x: np.ndarray) -> np.ndarray:
         """Block means of the unit-length frame, in the mean pixel's units."""
-        picture = x.reshape(self.frame_shape).astype(np.float32)
+        picture = x.reshape(self.frame_shape).astype(np.float32, copy=False)
         if picture.ndim == 3:
             picture = picture.mean(axis=2)
         means = cv2.resize(picture, self.grid, interpolation=cv2.INTER_AREA).ravel()
@@ -325,6 +371,23 @@ class SubspaceBackground:
         """Block mean squares less the least-squares part along each block's own picture
         (``along``: the blocks' mean of residual x picture; ``power``: of picture squared)."""
         return np.maximum(squared - along * along / np.maximum(power, 1e-12), 0.0)
+
+    def _frames_noise(self, energies: np.ndarray, cells: np.ndarray,
+                      level: np.ndarray) -> np.ndarray:
+        """Each frame's own noise, in log energy (one a row of ``energies``, whose coarse
+        pictures are ``cells``): the median excess over ``level`` of the blocks whose coarse
+        picture the window's majority agrees with, if they are at least half of them and it
+        reaches LOG_SPREAD_FLOOR (else 0)."""
+        median, reach = self._cell_statistics
+        agree = np.abs(cells - median) < reach
+        count = np.count_nonzero(agree, axis=1)
+        # The median of each row's agreeing blocks: the others sorted past them as +inf.
+        excess = np.sort(np.where(agree, energies - level, np.inf), axis=1)
+        rows = np.arange(len(excess))
+        middle = 0.5 * (excess[rows, np.maximum(count - 1, 0) // 2] + excess[rows, count // 2])
+        # A shift below the floor of any block's spread is within what the statistics already
+        # call noise (and half the frames of a clean video show one by chance).
+        return np.where((count * 2 >= self.n_blocks) & (middle >= LOG_SPREAD_FLOOR), middle, 0.0)
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
         """z-score of every block's log energy (zeros before the model is ready)."""
@@ -386,18 +449,21 @@ class SubspaceBackground:
         normalised = projected / np.maximum(np.linalg.norm(projected, axis=0), 1e-300)
         vote = self.region_vote and self.method != "pca"
         candidates = np.arange(n)
+        cell_statistics = robust_statistics(self.cells_[:n], floor=CELL_SPREAD_FLOOR)
+        # A block's coarse picture agrees with the window's within VOTE_Z of its spread.
+        self._cell_statistics = (cell_statistics[0], VOTE_Z * cell_statistics[1])
         if vote:
-            agree = self._majority_agrees(self.cells_[:n], CELL_SPREAD_FLOOR, both_ways=True)
+            agree = self._majority_agrees(self.cells_[:n], cell_statistics, both_ways=True)
             if agree.sum() > self.rank + 1:
                 candidates = np.flatnonzero(agree)
         self.inliers_ = candidates[self._inlier_columns(normalised[:, candidates])]
         self._span(normalised[:, self.inliers_], top_values, top_vectors)
-        energies = self._window_energies()
+        energies = self._window_energies_less_noise()
         agree = self._majority_agrees(energies)
         if vote and not agree.all() and agree.sum() > self.rank + 1:
             self.inliers_ = np.flatnonzero(agree)
             self._span(normalised[:, self.inliers_], top_values, top_vectors)
-            energies = self._window_energies()
+            energies = self._window_energies_less_noise()
             agree = self._majority_agrees(energies)
         # The statistics come from the frames that no two neighbouring blocks outvote against
         # the final subspace (with every method: the yardstick is robust even where the
@@ -422,11 +488,12 @@ class SubspaceBackground:
                 for column in coefficients.T.astype(np.float32)]
         self.basis_ = _orthonormal_rows(np.stack(rows)).T
 
-    def _majority_agrees(self, features: np.ndarray, floor: float | None = None, *,
+    def _majority_agrees(self, features: np.ndarray, statistics=None, *,
                          both_ways: bool = False) -> np.ndarray:
         """Which rows no two neighbouring blocks' majority disagrees with: z below VOTE_Z
-        (``both_ways``: |z|, for pictures; residual energies only disagree upwards)."""
-        median, scale = robust_statistics(features, floor=floor)
+        against ``statistics`` (the rows' own median and spread if None; ``both_ways``: |z|,
+        for pictures; residual energies only disagree upwards)."""
+        median, scale = robust_statistics(features) if statistics is None else statistics
         z = (features - median) / scale
         if both_ways:
             z = np.abs(z)
@@ -439,6 +506,17 @@ class SubspaceBackground:
         self.block_history_ = energies[self.background_]
         self.in_sample_history_ = self._in_sample_energies[self.background_]
         self._stats = None
+
+    def _window_energies_less_noise(self) -> np.ndarray:
+        """The window's block energies, each frame's own noise taken off (``frame_noise``;
+        its blocks' usual energy: their median over the window)."""
+        energies = self._window_energies()
+        if self.frame_noise:
+            n = self.n_filled_
+            level = np.median(energies, axis=0)
+            energies = self.less_noise(
+                energies, self._frames_noise(energies, self.cells_[:n], level), level)
+        return energies
 
     def _window_energies(self) -> np.ndarray:
         """Block log energies of every frame of the window against the current subspace."""

@@ -162,7 +162,8 @@ class LastingChanges:
         norm = max(look.assessment.norm, 1e-12)
         z, residual_image = judge.regions.update(
             x, look.z, look.residual_image,
-            lambda image: judge.block_z(judge.model.block_energies(image, norm, x)),
+            lambda image: judge.block_z(judge.model.less_noise(
+                judge.model.block_energies(image, norm, x), look.assessment.noise)),
             previous=recent[-1] if recent else None)
         # Blocks that follow a gradual change are light to the events, but still unusual to
         # the model: what it learns there while they follow (a person whose arrival moved the

@@ -72,7 +72,7 @@ class SceneJudge:
             light_invariant=light_invariant, region_vote="region_vote" not in off,
             upper_quantile=None if "upper_quantile" in off else UPPER_QUANTILE,
             neighbour_spread="neighbour_spread" not in off,
-            out_of_sample="out_of_sample" not in off)
+            out_of_sample="out_of_sample" not in off, frame_noise="frame_noise" not in off)
         self.forgetting = Forgetting(
             window, max_age=None if "max_age" in off else MAX_AGE_IN_WINDOWS * window,
             presence_share=None if "presence_share" in off else UNUSUAL_SHARE)
