@@ -11,6 +11,7 @@ import pytest
 from videvent.detectors import SubspaceWindowDetector
 from videvent.detectors import subspace_window
 from videvent.detectors.background import SubspaceBackground, neighbour_max
+from videvent.detectors.rules import Revealed
 from videvent.detectors.policy import (MAX_AGE_IN_WINDOWS, UNUSUAL_SHARE, Forgetting,
                                        LearningSchedule)
 from videvent.preprocess import BLANK, CORRUPT, FROZEN, OK, REPEAT
@@ -359,6 +360,26 @@ def test_a_codec_that_codes_some_frames_coarser_is_noise_not_an_event():
     x = lamp.ravel()
     energies = model.block_energies(x - model.basis_ @ (model.basis_.T @ x), np.linalg.norm(x), x)
     assert model.noise_of(x, energies) == 0.0
+
+def test_the_place_someone_leaves_after_the_warm_up_learned_them_is_an_event_for_seconds_only():
+    """Someone stands in view from the first frame (no seed, as a watch starts): the warm-up
+    learns them. When they leave, the place is a ghost (the outline in the model's picture):
+    once it has stood still for ``settle_frames`` and been a ghost for as long again, the model
+    is rebuilt without the frames that show them (``revealed``), where it had stayed an event
+    until absorbed as a lasting change. A later visit is an event either way."""
+    rng = np.random.default_rng(7)
+    frames = add_patch(scene(rng, 400), 0, 119, moving=False)
+    frames = add_patch(frames, 300, 330)
+    settle = POLICY["settle_frames"]
+    for without, ghost_until in ((frozenset(), 120 + 2 * settle),
+                                 (frozenset({"revealed"}), 120 + POLICY["static_after"])):
+        hot = scores_of(feed(Detector(without=without), frames)) >= POLICY["hot"]
+        assert hot[120:120 + settle].all() and hot[300:331].all()
+        assert np.flatnonzero(hot[120:300]).max() + 120 in range(ghost_until - 3, ghost_until + 1)
+    # A start judged against frames spread over the video leaves it to that judge.
+    judged = Detector()
+    assert judged.seed_reference(frames[::8].reshape(50, -1)) > 0
+    assert not any(isinstance(rule, Revealed) for rule in judged.judge.rules)
 
 def test_a_static_object_becomes_background_in_its_region_only_with_no_blind_spell():
     rng = np.random.default_rng(5)

@@ -33,17 +33,22 @@ class Stream:
     time it ends."""
 
     def __init__(self, port: int = 0, loop: bool = False, clip: str = "walker",
-                 from_s: float = STREAM_FROM_S):
+                 from_s: float = STREAM_FROM_S, encode: bool = False, pace: float = 1.0):
         self.players: list[subprocess.Popen] = []
         players = self.players
+        # ``encode``: coded again, a keyframe a second, as a camera sends (a clip with one
+        # keyframe, played from a moment after it, has no picture to start from); ``pace``:
+        # that many times its real pace.
+        coding = (["-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-an"] if encode
+                  else ["-c", "copy"])
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
                 path, _ = sample(clip)
                 player = subprocess.Popen(
-                    [FFMPEG, "-loglevel", "error", "-re", "-ss", str(from_s),
+                    [FFMPEG, "-loglevel", "error", "-readrate", str(pace), "-ss", str(from_s),
                      *(["-stream_loop", "-1"] if loop else []), "-i",
-                     str(path), "-c", "copy", "-f", "mpegts", "pipe:1"],
+                     str(path), *coding, "-f", "mpegts", "pipe:1"],
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
                 players.append(player)
                 self.send_response(200)
@@ -185,6 +190,39 @@ def test_events_are_reported_at_their_moment_in_the_stream(tmp_path, server):
     watch.finish()
     events = json.loads((tmp_path / "live" / "events.json").read_text())
     assert len(events["events"]) == 1 and events["session"]["latency_ms_p99"] > 0
+
+
+def test_a_watch_started_while_someone_stands_in_view_finds_each_later_visit_once(
+        tmp_path, server):
+    """The demo as a camera whose watch starts while she stands at the table (8 s in), then
+    loops (coded again with a keyframe a second, at three times its pace). The warm-up learns
+    her; when she leaves, the place she reveals is a ghost (the difference's outline in the
+    model's picture), and once it has been one for a second and more the model is rebuilt
+    without the frames that show her (``revealed``): her leaving is one event, of the kind
+    "left", then each visit is one event and the empty room between visits none. Without the
+    rebuild, every empty room was the event and no stay was (issue 52)."""
+    _, truth = sample("person_visit")
+    fps, length = truth["fps"], truth["frame_count"]
+    [[first, last]] = truth["event_frames"]
+    start = 8 * fps
+    frames = length - start + 2 * length        # her leaving, then two whole loops
+    out = tmp_path / "live"
+    stream = server(loop=True, clip="person_visit", from_s=8, encode=True, pace=3)
+    watch = Watch(stream.url, out, "--max-frames", str(frames))
+    assert watch.finish(timeout=120) == 0
+    document = json.loads((out / "events.json").read_text())
+    assert document["session"]["dropped_frames"] == 0, "a loaded machine: frames were dropped"
+    events = [(e["core_start_frame"], e["core_end_frame"]) for e in document["events"]]
+    # What the first event was: she left, and the model was rebuilt without her.
+    assert document["events"][0]["kind"] == "left", document["events"][0]
+    visits = [(loop * length - start + first, loop * length - start + last) for loop in (1, 2)]
+    # Her leaving (flagged until the ghost has shown for a second and a half at most), then
+    # one event a visit, each within a second of it.
+    leaving, *later = events
+    assert leaving[0] < last - start and leaving[1] <= last - start + 4 * fps, events
+    assert len(later) == len(visits), events
+    for (core_start, core_end), (visit_start, visit_end) in zip(later, visits):
+        assert abs(core_start - visit_start) <= fps and abs(core_end - visit_end) <= fps, events
 
 
 def test_a_lost_stream_is_reported_reconnected_and_detection_goes_on(tmp_path, server):

@@ -29,7 +29,8 @@ class FrameScore:
         (no picture, no model yet). What an event's kind is read from (``videvent.kinds``).
     lasting: blocks whose unusual picture stood still long enough became background (each in
         its block only, ``StaticRegions``) at this frame: something appeared and stayed
-    left: something left, revealing the background (no mechanism reports it yet: False)
+    left: something the model held left, revealing the background, and the model was rebuilt
+        without the frames that show it at this frame (``rules.Revealed``)
     """
 
     index: int

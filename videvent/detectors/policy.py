@@ -44,7 +44,7 @@ import cv2
 import numpy as np
 
 from ..status import FROZEN
-from .background import MIN_SAMPLES, NOISE_FLOOR
+from .background import MIN_SAMPLES, NOISE_FLOOR, neighbour_max
 from .base import FrameScore
 
 # A block is unchanging while its root-mean-square change from its reference picture stays
@@ -338,6 +338,33 @@ def outline_margin(picture: np.ndarray, residual: np.ndarray, near: np.ndarray) 
     in_frame = float(_gradient_energy(picture)[outline].sum())
     in_model = float(_gradient_energy(picture - residual)[outline].sum())
     return (in_model - in_frame) / max(in_model + in_frame, 1e-9)
+
+
+class Ghosts:
+    """How long a still unusual region has been a ghost (``outline_margin`` at least
+    ``GHOST_MARGIN``): ``update`` gives its blocks once it has been one for ``settle_frames``."""
+
+    def __init__(self, grid: tuple[int, int], *, hot: float, settle_frames: int):
+        self.grid = grid
+        self.hot = float(hot)
+        self.settle_frames = max(1, int(settle_frames))
+        self.ghost_for_ = 0
+
+    def update(self, x, residual, z, still_for, absorbed, grey, near) -> np.ndarray | None:
+        """``x``'s blocks that have been a ghost for ``settle_frames`` (None: none yet):
+        unusual (``z``), still for ``settle_frames`` (``still_for``), not absorbed, with the
+        outline of ``residual`` in the model's picture (``grey``: the frame and residual as
+        pictures; ``near``: the pixels of the blocks and those around them)."""
+        still = (z >= self.hot) & (still_for >= self.settle_frames) & ~absorbed
+        if neighbour_max(np.where(still, z, 0.0).reshape(self.grid[::-1])) < self.hot:
+            self.ghost_for_ = 0
+            return None
+        margin = outline_margin(*grey(x, residual), near(still))
+        self.ghost_for_ = self.ghost_for_ + 1 if margin >= GHOST_MARGIN else 0
+        if self.ghost_for_ < self.settle_frames:
+            return None
+        self.ghost_for_ = 0
+        return still
 
 
 def _gradient_energy(picture: np.ndarray) -> np.ndarray:

@@ -55,6 +55,7 @@ class Frame:
     energies: np.ndarray | None = None     # after the warm-up, its block energies (``Learning``)
     learned: bool = False
     held: np.ndarray | None = None         # blocks absorbed as lasting changes before it
+    left: bool = False                     # something the model held left (``Revealed``)
     verdict: FrameScore | None = None      # set: the chain ends
 
     def give(self, verdict: FrameScore, residual_image: np.ndarray,
@@ -172,6 +173,25 @@ class LastingChanges:
         frame.look = Look(look.assessment, z, residual_image)
 
 
+class Revealed:
+    """``revealed``, after the warm-up: a region the model finds unusual has stood still for
+    ``settle_frames`` with the outline of the difference in the model's picture, not in the
+    frame, for as long again (a ghost: something the model holds has left), so the model is
+    rebuilt without the frames that show it there (``SceneJudge.reveal``; the seed's rule)."""
+
+    phase = WARM
+
+    def see(self, frame: Frame, judge) -> None:
+        look = frame.look
+        blocks = judge.ghosts.update(frame.x, look.assessment.residual_image, look.z,
+                                     judge.regions.still_for_, judge.regions.absorbed_,
+                                     judge._grey, judge._near)
+        if blocks is not None and judge.reveal(frame.x, look.assessment.residual_image, blocks):
+            frame.look = judge.view(frame.x, norm=look.assessment.norm)
+            frame.unusual_z = frame.look.z
+            frame.left = True
+
+
 class SceneChange:
     """``scene_rebuild``, after the warm-up: most blocks became static at once (a light
     switched and left on) and nothing unusual that is not absorbed still moves, so the whole
@@ -277,7 +297,8 @@ class Verdict:
         lasting = bool((regions.absorbed_ & ~regions.following_ & ~frame.held).any())
         frame.give(FrameScore(frame.index, frame.time_s, look.assessment.residual, frame.score,
                               WARMUP if frame.warming_up else OK, frame.learned, frame.rebuilt,
-                              evidence=frame.evidence, lasting=lasting),
+                              evidence=frame.evidence, lasting=lasting,
+                              left=frame.left),
                    look.residual_image.reshape(judge.frame_shape), frame.blocks)
 
 
@@ -285,7 +306,7 @@ class Verdict:
 # named ``lasting`` need lasting changes (``static_after``), as darkness does.
 RULES = (("darkness", Darkness), ("", ModelLook), ("brightness_step", BrightnessStep),
          ("scene_rebuild", SettledLight), ("lasting", LastingChanges),
-         ("scene_rebuild", SceneChange), ("", Remember), ("", Scoring),
+         ("revealed", Revealed), ("scene_rebuild", SceneChange), ("", Remember), ("", Scoring),
          ("warmup_damping", WarmupDamping), ("", WarmLook), ("", Learning), ("", Verdict))
 
 

@@ -26,6 +26,7 @@ seconds and the frame rate).
 
 from __future__ import annotations
 
+import copy
 import statistics
 
 import cv2
@@ -38,9 +39,9 @@ from .base import FrameScore
 from .motion import MotionEvidence
 from .policy import (BRIGHTNESS_SCALE, GHOST_MARGIN, LIGHT_INVARIANT_BRIGHTNESS_SCALE,
                      MAX_AGE_IN_WINDOWS, MIN_SAMPLES, UNUSUAL_SHARE, DarkScene, Forgetting,
-                     FrozenPicture, LearningSchedule, LightSwitch, RecentFrames, StartReference,
-                     StaticRegions, block_change_up_to_gain, outline_margin)
-from .rules import ANY_PHASE, Frame, Look, chain
+                     FrozenPicture, Ghosts, LearningSchedule, LightSwitch, RecentFrames,
+                     StartReference, StaticRegions, block_change_up_to_gain, outline_margin)
+from .rules import ANY_PHASE, Frame, Look, Revealed, chain
 
 __all__ = ["METHODS", "SubspaceWindowDetector"]
 
@@ -106,6 +107,7 @@ class SceneJudge:
         # A picture coming out of a lasting darkness settles over a warm-up's length.
         self.dark = None if "darkness" in off else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
+        self.ghosts = Ghosts(self.model.grid, hot=hot, settle_frames=settle_frames)
         self.light = LightSwitch(
             scale=LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant else BRIGHTNESS_SCALE,
             hot=hot, settle_frames=settle_frames, settling="light_settling" not in off)
@@ -217,7 +219,14 @@ class SceneJudge:
                 best, best_margin = (x, look.residual_image, unusual), margin
         if best is None:
             return None
-        revealed, residual, blocks = best
+        return self._split_at(frames, *best, pinned)
+
+    def _split_at(self, frames: list[np.ndarray], revealed: np.ndarray, residual: np.ndarray,
+                  blocks: np.ndarray, pinned: bool) -> list[np.ndarray] | None:
+        """The model re-seeded from those of ``frames`` nearer, in ``blocks``, the ``revealed``
+        picture than the model's picture of it (``revealed - residual``), and those frames; or
+        None, the model as seeded from all of them, if one that went shows a ghost from the
+        re-seeded view, or too few are kept."""
         shape = self.frame_shape
         ghost = (revealed - residual).reshape(shape)
         revealed = revealed.reshape(shape)
@@ -234,6 +243,22 @@ class SceneJudge:
             self._reset(frames, pinned)
             return None
         return kept
+
+    def reveal(self, x: np.ndarray, residual: np.ndarray, blocks: np.ndarray) -> bool:
+        """Something the model holds has left ``blocks`` (``rules.Revealed``): the model is
+        rebuilt from its window's frames and the recent ones that show the place as ``x`` does
+        there, as a seed is (``_split_at``). Returns whether it was."""
+        model = copy.deepcopy(self.model)
+        still = int(self.regions.still_for_[blocks].min())
+        frames = list(model.frames_[:model.n_filled_].copy()) + self.last_frames(still, x)
+        kept = self._split_at(frames, x, residual, blocks, pinned=False)
+        if kept is None:
+            self.model = model              # as it was: a rare event, so a copy is cheap
+            return False
+        self.forgetting.clear()
+        self.regions.clear()
+        self.schedule.restart(len(kept))
+        return True
 
     def _reset(self, frames: list[np.ndarray], pinned: bool) -> None:
         """The model built from ``frames`` alone; ``pinned``: half the window at most keeps
@@ -401,6 +426,10 @@ class SubspaceWindowDetector:
         look that stands still from the start (a door left open, a parked car) becomes its
         background in ``settle_frames``. Call this before the first frame. Returns how many
         frames seeded it.
+
+        A start judged so needs no live reveal (``rules.Revealed``): what the warm-up learned of
+        someone in view is the twin's to tell (its seed chose the background by the outline
+        test), so both judges' chains leave that rule out.
         """
         if self.judge.schedule.elapsed_ or self.seeded_:
             raise ValueError("seed_reference goes before the first frame, on an unseeded model")
@@ -409,6 +438,8 @@ class SubspaceWindowDetector:
         twin.regions.static_after = self.settle_frames
         used = twin.seed(list(frames), pinned=True)
         if used:
+            for judge in (self.judge, twin):
+                judge.rules = [rule for rule in judge.rules if not isinstance(rule, Revealed)]
             self.judge.reference = StartReference(
                 twin, hot=self.judge.hot, settle_frames=self.settle_frames,
                 static_after=self.static_after,
