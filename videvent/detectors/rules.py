@@ -177,7 +177,8 @@ class Revealed:
     """``revealed``, after the warm-up: a region the model finds unusual has stood still for
     ``settle_frames`` with the outline of the difference in the model's picture, not in the
     frame, for as long again (a ghost: something the model holds has left), so the model is
-    rebuilt without the frames that show it there (``SceneJudge.reveal``; the seed's rule)."""
+    rebuilt without the frames that show it there (``SceneJudge.reveal``; the seed's rule).
+    A pass whose start a reference judges leaves it out (``seed_reference``)."""
 
     phase = WARM
 
