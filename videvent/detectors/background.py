@@ -238,8 +238,16 @@ class SubspaceBackground:
         ``frame_noise`` or before the model is ready."""
         if not (self.frame_noise and self.ready):
             return 0.0
-        return float(self._frames_noise(energies[None], self.coarse_picture(x)[None],
-                                        self._statistics()[0])[0])
+        # ``_frames_noise``'s rule for one frame, in a third of its numpy calls.
+        excess = energies - self._statistics()[0]
+        median, reach = self._cell_statistics
+        agree = np.abs(self.coarse_picture(x) - median) < reach
+        count = int(np.count_nonzero(agree))
+        if count * 2 < self.n_blocks:
+            return 0.0
+        excess = np.sort(excess[agree])
+        middle = 0.5 * (excess[(count - 1) // 2] + excess[count // 2])
+        return float(middle) if middle >= LOG_SPREAD_FLOOR else 0.0
 
     def learn_one(self, x: np.ndarray, slot: int, *, refit: bool = True,
                   energies: np.ndarray | None = None, norm: float | None = None) -> None:
