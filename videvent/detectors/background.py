@@ -21,11 +21,12 @@ A frame also carries its own noise, which the block's past does not know: a code
 changes from frame to frame (FFmpeg's MJPEG rate control, an I-frame among P-frames) raises the
 residual of every block it codes coarser, the still ones as much as any. With ``frame_noise``,
 the blocks whose coarse picture the window's majority agrees with (nothing new is in them) tell
-how much: if they are at least half the frame, their median excess over their usual energy, if
-it reaches the floor of any block's spread, is the frame's noise, and its excess power comes off every block (noise adds power: a block with a
-person in it keeps nearly all of its energy). A light switched or a scene changed
-alters the coarse picture of most blocks, so it is never taken for noise; someone close to the
-camera leaves the other half to tell the frame's noise by.
+how much: if they are at least half the frame, their median excess over their usual energy,
+once it reaches the floor of any block's spread, is the frame's noise, and that much power
+comes off every block (noise adds power: a block with a person in it keeps nearly all of its
+energy). A light switched or a scene changed alters the coarse picture of most blocks, so it
+is never taken for noise; someone close to the camera leaves the other half to tell the
+frame's noise by.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ class Assessment:
         less the frame's own noise
     brightness: log of the frame's mean pixel
     norm: the frame's length (worked out once a frame, see ``score_one``)
-    noise: the frame's own noise (``frame_noise``), in log energy over the blocks' usual
+    noise: the frame's own noise (``frame_noise``): the log energy its blocks carry over their
+        usual, taken off ``block_energies`` as power (``SubspaceBackground.less_noise``)
     """
 
     residual: float
@@ -238,7 +240,8 @@ class SubspaceBackground:
         ``frame_noise`` or before the model is ready."""
         if not (self.frame_noise and self.ready):
             return 0.0
-        # ``_frames_noise``'s rule for one frame, in a third of its numpy calls.
+        # ``_frames_noise``'s rule, for one frame in a third of its numpy calls (a frame's
+        # path); that one takes a window's rows at once, at a refit.
         excess = energies - self._statistics()[0]
         median, reach = self._cell_statistics
         agree = np.abs(self.coarse_picture(x) - median) < reach
