@@ -159,6 +159,46 @@ def test_thumbnails_show_the_object_as_it_was_with_its_outline(crossing, results
     assert outline_pixels(off) == 0
 
 
+def label_pixels(picture: np.ndarray) -> int:
+    """How many pixels of ``picture`` are the event label's red (EVENT_BGR: red well above
+    blue and green)."""
+    picture = picture.astype(int)
+    return int((picture[..., 2] - np.maximum(picture[..., 0], picture[..., 1]) > 100).sum())
+
+
+def test_a_thumbnail_says_which_event_it_is_what_it_was_and_when(crossing, results):
+    """The thumbnail's top left corner names the event and its kind on the event's red, as
+    the annotated video labels an event's frames, and its top right the frame's timecode on
+    dark grey; the picture below is left as it was. ``--overlay off`` draws nothing. The label
+    is the event's: another kind draws other letters there and nothing else changes."""
+    index = peak_of(results["default"])
+    source = source_picture(crossing, index)
+    shown = {name: cv2.imread(str(results[name] / "thumbnails" / "event001.jpg"))
+             for name in ("default", "off")}
+    top = 48      # the label's rows, to the end of JPEG's 16-row blocks they touch
+    label, stamp = (slice(0, top), slice(0, WIDTH // 2)), (slice(0, top), slice(WIDTH // 2, None))
+    default, off = shown["default"], shown["off"]
+    assert label_pixels(default[label]) > 200 and label_pixels(off[label]) == 0
+    white = (default[label].min(axis=2) > 200).sum()          # the letters
+    assert white > 30
+    dark = (default[stamp].max(axis=2) < 60).sum()             # the stamp's box
+    assert dark > 200 and (off[stamp].max(axis=2) < 60).sum() == 0
+    below = slice(top, None)
+    assert label_pixels(default[below]) == 0
+    assert np.abs(grey(off) - grey(source)).mean() < 3
+
+    # The label drawn is the one asked for: a light's thumbnail differs in its label only.
+    style = ThumbnailStyle(4.5, overlay=Overlay())
+    jpeg = (results["off"] / "thumbnails" / "event001.jpg").read_bytes()
+    moved, light = (cv2.imdecode(np.frombuffer(style.captioned(jpeg, f"EVENT 1: {kind}", 2.0),
+                                               np.uint8), cv2.IMREAD_COLOR)
+                    for kind in ("moved", "light"))
+    assert (moved[label] != light[label]).any()
+    # (JPEG's colour is smoothed across its 16-row blocks: a row of them further down.)
+    assert np.array_equal(moved[top + 16:], light[top + 16:])
+    assert ThumbnailStyle(4.5, overlay=Overlay("off")).captioned(jpeg, "EVENT 1", 2.0) == jpeg
+
+
 def test_boxes_only_with_bounding_box(crossing, results):
     """``-bb`` adds a box round the object to the thumbnail and the annotated video; without
     it neither has one, and ``regions.csv`` lists the boxes either way."""

@@ -244,6 +244,29 @@ def chart_height(frame_height: int) -> int:
     return height if height >= 6 else 0
 
 
+def text_layout(height: int) -> tuple[float, int]:
+    """The text scale and margin for a picture ``height`` pixels high: the text scaled with
+    the picture, as the chart is."""
+    text_px = min(max(TEXT_MIN_PX, height * TEXT_HEIGHT_SHARE), TEXT_MAX_PX)
+    return text_px / HERSHEY_PX_PER_SCALE, max(2, height // 60)
+
+
+def stamp(image: np.ndarray, time_s: float, scale: float, margin: int) -> None:
+    """The timecode ``time_s`` in the top right corner of ``image``. Under an hour, the hours
+    are left out: a shorter stamp on a small frame."""
+    text = format_timecode(time_s)
+    text = text[3:] if text.startswith("00:") else text
+    _text(image, text, (image.shape[1] - margin, margin), scale, (30, 30, 30), right=True)
+
+
+def caption(image: np.ndarray, label: str, time_s: float) -> None:
+    """An event's ``label`` in the top left corner of ``image`` (BGR), on the event's red, and
+    its frame's timecode in the top right: as the annotated video labels an event's frames."""
+    scale, margin = text_layout(image.shape[0])
+    _text(image, label, (margin, margin), scale, EVENT_BGR)
+    stamp(image, time_s, scale, margin)
+
+
 class Annotator:
     """Draws one result frame: the overlay, the EVENT label and border, timecode, chart."""
 
@@ -255,10 +278,7 @@ class Annotator:
         self.overlay = overlay
         # videvent.regions.Regions (not imported: output/ needs nothing above it), outlined.
         self.regions = regions
-        # Text scaled with the frame, as the chart is.
-        text_px = min(max(TEXT_MIN_PX, height * TEXT_HEIGHT_SHARE), TEXT_MAX_PX)
-        self._scale = text_px / HERSHEY_PX_PER_SCALE
-        self._margin = max(2, height // 60)
+        self._scale, self._margin = text_layout(height)
 
     def draw(self, image: np.ndarray, frame: int, time_s: float, event_number: int | None,
              residual_image: np.ndarray | None, block_scores: np.ndarray | None
@@ -274,11 +294,7 @@ class Annotator:
             cv2.rectangle(out, (0, 0), (self.width - 1, self.height - 1), EVENT_BGR, border * 2)
             _text(out, f"EVENT {event_number}", (border + self._margin, border + self._margin),
                   self._scale, EVENT_BGR)
-        # Under an hour, the hours are left out: a shorter stamp on a small frame.
-        stamp = format_timecode(time_s)
-        stamp = stamp[3:] if stamp.startswith("00:") else stamp
-        _text(out, stamp, (self.width - self._margin, self._margin), self._scale, (30, 30, 30),
-              right=True)
+        stamp(out, time_s, self._scale, self._margin)
         if self.chart is not None:
             self.chart.draw(out, frame)
         return out, boxes

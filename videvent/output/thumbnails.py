@@ -1,5 +1,6 @@
 """Event thumbnails: each event's peak frame with the overlay (see ``annotate.Overlay``), at
-the source's size up to 720 pixels high.
+the source's size up to 720 pixels high, captioned with what the event was and when (its
+number and kind, the frame's timecode), as the annotated video labels an event's frames.
 
 Only the best frame of each open event is kept until the event is done, so the thumbnails
 cost no second decoding and memory stays bounded.
@@ -14,12 +15,13 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from .annotate import Overlay
+from .annotate import Overlay, caption
 from ..atomic import write_atomically
 from .sink import Sink
 
 # Frigate's snapshots and a 720p camera's own pictures: larger sources are scaled down to it.
 THUMBNAIL_MAX_HEIGHT = 720
+JPEG_QUALITY = 88
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,33 @@ class ThumbnailStyle:
             width = round(shown.shape[1] * THUMBNAIL_MAX_HEIGHT / shown.shape[0])
             shown = cv2.resize(shown, (width, THUMBNAIL_MAX_HEIGHT),
                                interpolation=cv2.INTER_AREA)
-        encoded, jpeg = cv2.imencode(".jpg", shown, [cv2.IMWRITE_JPEG_QUALITY, 88])
-        if not encoded:
+        jpeg = _encoded(shown)
+        if jpeg is None:
             raise ValueError(f"cannot encode the thumbnail of frame {score.index}")
-        return jpeg.tobytes()
+        return jpeg
+
+    def captioned(self, jpeg: bytes, label: str, time_s: float) -> bytes:
+        """The thumbnail ``jpeg`` with its event's ``label`` and timecode drawn in its top
+        corners (``annotate.caption``); as it was with the overlay ``off``, which draws
+        nothing. Drawn on the finished thumbnail, as the event's kind is known only when it
+        ends: a thumbnail made where a chunk was scored (``batch``) is captioned as one made
+        here, to the same bytes."""
+        if self.overlay.style == "off":
+            return jpeg
+        picture = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+        if picture is None:
+            raise ValueError("cannot decode a thumbnail to caption it")
+        caption(picture, label, time_s)
+        captioned = _encoded(picture)
+        if captioned is None:
+            raise ValueError(f"cannot encode the thumbnail of {label}")
+        return captioned
+
+
+def _encoded(picture: np.ndarray) -> bytes | None:
+    """``picture`` as JPEG (None if it cannot be encoded)."""
+    encoded, jpeg = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    return jpeg.tobytes() if encoded else None
 
 
 def write_thumbnail(path: Path, jpeg: bytes) -> None:
@@ -97,6 +122,8 @@ class ThumbnailSink(Sink):
                     return
                 image = self.redecode(score.index)
             jpeg = self.style.jpeg(image, score)
+        label = f"EVENT {event.number}" + (f": {event.kind}" if event.kind else "")
+        jpeg = self.style.captioned(jpeg, label, score.time_s)
         path = self.folder / f"event{event.number:03d}.jpg"
         write_thumbnail(path, jpeg)
         files["thumbnail"] = str(path)
