@@ -18,7 +18,7 @@ import pytest
 
 from conftest import Kept, run_cli
 from videvent.dashboard import Dashboard
-from videvent.output.annotate import Overlay
+from videvent.output.annotate import Overlay, caption
 from videvent.output.clips import bgr_picture
 from videvent.output.thumbnails import ThumbnailStyle, write_thumbnail
 from videvent.output.video import VideoWriter
@@ -197,6 +197,10 @@ def test_a_thumbnail_says_which_event_it_is_what_it_was_and_when(crossing, resul
     # (JPEG's colour is smoothed across its 16-row blocks: a row of them further down.)
     assert np.array_equal(moved[top + 16:], light[top + 16:])
     assert ThumbnailStyle(4.5, overlay=Overlay("off")).captioned(jpeg, "EVENT 1", 2.0) == jpeg
+    # Where the two do not fit side by side (160 pixels wide), the label stays whole.
+    small = np.full((120, 160, 3), 128, np.uint8)
+    caption(small, "EVENT 12: appeared", 65.2)
+    assert label_pixels(small) > 300 and (small.max(axis=2) < 60).sum() == 0
 
 
 def test_boxes_only_with_bounding_box(crossing, results):

@@ -156,12 +156,25 @@ class Overlay:
         return out, found if boxes else []
 
 
+def _text_box(text: str, scale: float) -> tuple[int, int, int, int]:
+    """The text's width, height and baseline at ``scale``, the stroke's thickness and the
+    padding of its box."""
+    thickness = max(1, round(scale * 2))
+    (w, h), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
+    return w, h, baseline, thickness
+
+
+def _text_width(text: str, scale: float) -> int:
+    """The width of ``_text``'s box of ``text`` at ``scale``."""
+    w, h, _, _ = _text_box(text, scale)
+    return w + 2 * max(2, h // 4)
+
+
 def _text(image: np.ndarray, text: str, origin: tuple[int, int], scale: float,
           background: tuple[int, int, int], right: bool = False) -> None:
     """White text on a box of ``background`` whose top left (``right``: top right) corner
     is ``origin``. Small text is drawn without anti-aliasing, which would blur it away."""
-    thickness = max(1, round(scale * 2))
-    (w, h), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
+    w, h, baseline, thickness = _text_box(text, scale)
     pad = max(2, h // 4)
     x, y = origin
     if right:
@@ -251,20 +264,28 @@ def text_layout(height: int) -> tuple[float, int]:
     return text_px / HERSHEY_PX_PER_SCALE, max(2, height // 60)
 
 
-def stamp(image: np.ndarray, time_s: float, scale: float, margin: int) -> None:
-    """The timecode ``time_s`` in the top right corner of ``image``. Under an hour, the hours
-    are left out: a shorter stamp on a small frame."""
+def _stamp_text(time_s: float) -> str:
+    """The timecode of ``time_s``; under an hour, without the hours: a shorter stamp on a
+    small frame."""
     text = format_timecode(time_s)
-    text = text[3:] if text.startswith("00:") else text
-    _text(image, text, (image.shape[1] - margin, margin), scale, (30, 30, 30), right=True)
+    return text[3:] if text.startswith("00:") else text
+
+
+def stamp(image: np.ndarray, time_s: float, scale: float, margin: int) -> None:
+    """The timecode ``time_s`` in the top right corner of ``image``."""
+    _text(image, _stamp_text(time_s), (image.shape[1] - margin, margin), scale, (30, 30, 30),
+          right=True)
 
 
 def caption(image: np.ndarray, label: str, time_s: float) -> None:
     """An event's ``label`` in the top left corner of ``image`` (BGR), on the event's red, and
-    its frame's timecode in the top right: as the annotated video labels an event's frames."""
+    its frame's timecode in the top right, if both fit side by side (a picture a hundred-odd
+    pixels wide keeps the label): as the annotated video labels an event's frames."""
     scale, margin = text_layout(image.shape[0])
     _text(image, label, (margin, margin), scale, EVENT_BGR)
-    stamp(image, time_s, scale, margin)
+    if (margin + _text_width(label, scale) + margin + _text_width(_stamp_text(time_s), scale)
+            <= image.shape[1] - margin):
+        stamp(image, time_s, scale, margin)
 
 
 class Annotator:
