@@ -156,26 +156,19 @@ class Overlay:
         return out, found if boxes else []
 
 
-def _text_box(text: str, scale: float) -> tuple[int, int, int, int]:
+def _text_box(text: str, scale: float) -> tuple[int, int, int, int, int]:
     """The text's width, height and baseline at ``scale``, the stroke's thickness and the
-    padding of its box."""
+    padding of its box (``_text``'s box is ``width + 2 * pad`` wide)."""
     thickness = max(1, round(scale * 2))
     (w, h), baseline = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, thickness)
-    return w, h, baseline, thickness
-
-
-def _text_width(text: str, scale: float) -> int:
-    """The width of ``_text``'s box of ``text`` at ``scale``."""
-    w, h, _, _ = _text_box(text, scale)
-    return w + 2 * max(2, h // 4)
+    return w, h, baseline, thickness, max(2, h // 4)
 
 
 def _text(image: np.ndarray, text: str, origin: tuple[int, int], scale: float,
           background: tuple[int, int, int], right: bool = False) -> None:
     """White text on a box of ``background`` whose top left (``right``: top right) corner
     is ``origin``. Small text is drawn without anti-aliasing, which would blur it away."""
-    w, h, baseline, thickness = _text_box(text, scale)
-    pad = max(2, h // 4)
+    w, h, baseline, thickness, pad = _text_box(text, scale)
     x, y = origin
     if right:
         x -= w + 2 * pad
@@ -283,8 +276,9 @@ def caption(image: np.ndarray, label: str, time_s: float) -> None:
     pixels wide keeps the label): as the annotated video labels an event's frames."""
     scale, margin = text_layout(image.shape[0])
     _text(image, label, (margin, margin), scale, EVENT_BGR)
-    if (margin + _text_width(label, scale) + margin + _text_width(_stamp_text(time_s), scale)
-            <= image.shape[1] - margin):
+    widths = [width + 2 * pad for width, _, _, _, pad in
+              (_text_box(text, scale) for text in (label, _stamp_text(time_s)))]
+    if margin + widths[0] + margin + widths[1] <= image.shape[1] - margin:
         stamp(image, time_s, scale, margin)
 
 
