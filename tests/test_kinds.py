@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import run_cli, sample
+from conftest import devset_clip, run_cli, sample
 from videvent import Settings, detect
 from videvent.detectors import FrameScore
 from videvent.kinds import KINDS, RegionBlocks, block_box, event_kind, paired
@@ -166,6 +166,19 @@ def test_a_light_switched_off_in_the_synthetic_garden_is_a_light():
     at_switch = [e for e in result.events if e.start_frame <= off <= e.end_frame]
     assert [e.kind for e in at_switch] == ["light"]
     assert all(e.kind != "light" for e in result.events if e not in at_switch)
+
+
+def test_a_light_switched_off_after_a_picture_came_out_of_darkness_is_a_light_of_its_own():
+    """Real footage: a closet, dark until a man opens its door and its light comes on; he shuts
+    the door, and two seconds later the light goes out (labelled). The lit closet settles as a
+    switched light does, so the light going out is an event of its own, a light, and the
+    settled closet between them is not flagged."""
+    path, clip = devset_clip("beweging_lightout_after_movement")
+    result = detect(path, Settings())
+    off_first, off_last = clip["light_switch"]["off"]
+    visit, off = result.events                          # two events, no more
+    assert (visit.kind, off.kind) == ("darkness", "light")
+    assert visit.core_end_frame < off_first - 10 and off_first <= off.core_start_frame <= off_last
 
 
 @pytest.mark.parametrize("name, kind", [("scene_change", "appeared"), ("walker", "moved")])

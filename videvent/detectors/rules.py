@@ -83,7 +83,7 @@ class Darkness:
     def see(self, frame: Frame, judge) -> None:
         dark = judge.dark
         if dark.lit(frame.x):
-            judge.rebuild(judge.last_frames(judge.warmup, frame.x), frame)
+            judge.rebuild(judge.last_frames(dark.settle_after, frame.x), frame)
         elif dark.active_:
             if judge.model.ready and judge.unusualness(frame.x) < judge.hot:
                 dark.leave()

@@ -104,9 +104,11 @@ class SceneJudge:
         # fast it still moves (``settle_frames`` back).
         self.recent = RecentFrames(max(min(window, max(static_after or 0, MIN_SAMPLES)),
                                        settle_frames))
-        # A picture coming out of a lasting darkness settles over a warm-up's length.
+        # A picture coming out of a lasting darkness settles as a switched light does, and its
+        # still frames (enough to span the model) are what the model is rebuilt from.
         self.dark = None if "darkness" in off else DarkScene(
-            self.frame_shape, self.model.grid, static_after=static_after, settle_after=self.warmup)
+            self.frame_shape, self.model.grid, static_after=static_after,
+            settle_after=max(settle_frames, self.model.rank + 2))
         self.ghosts = Ghosts(self.model.grid, hot=hot, settle_frames=settle_frames)
         self.light = LightSwitch(
             scale=LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant else BRIGHTNESS_SCALE,
