@@ -5,6 +5,7 @@ a crash), and every error is one line with its documented exit code."""
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import re
 import os
@@ -931,6 +932,49 @@ def test_a_signal_ends_a_run_whose_source_blocks_in_opening(tmp_path, stop):
     assert stderr.strip() == (f"videvent: stopped by {signal.Signals(stop).name}; nothing "
                               f"half-written was left")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camera.pipe"]
+
+
+def test_a_run_stopped_in_an_open_that_gives_up_just_after_ends_cleanly(tmp_path):
+    """The stop lands inside the open, and the open gives up at once after (the pipe's writer
+    comes and goes: a camera refusing): the process still ends with the stop's line and code,
+    never in the interpreter's clean-up of the failed open (which could crash it)."""
+    pipe = tmp_path / "camera.pipe"
+    os.mkfifo(pipe)
+    process = subprocess.Popen([sys.executable, "-m", "videvent", "run", str(pipe), "-d",
+                                str(tmp_path / "result")], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)                                   # well into the open
+    process.send_signal(signal.SIGINT)
+    with open(pipe, "wb"):                          # the open now fails: no video came
+        pass
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "videvent: stopped by SIGINT; nothing half-written was left"
+
+
+def test_a_signal_that_stops_the_wait_for_an_open_is_remembered(tmp_path):
+    """What the command line's exit reads: a signal stopped the wait for an opening, so the
+    process ends without the interpreter's clean-up of it (``_cli.main._exit``)."""
+    pipe = tmp_path / "camera.pipe"
+    os.mkfifo(pipe)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    sources = importlib.import_module("videvent.sources")
+    before = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        assert not sources.open_abandoned()
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            sources.open_source(pipe)
+        assert sources.open_abandoned()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+        with open(pipe, "wb"):                      # let the abandoned open end
+            pass
+        sources._abandoned.clear()
 
 
 @pytest.fixture(scope="module")

@@ -847,12 +847,12 @@ def _on_signal(action):
 
 
 def _exit(code: int) -> None:
-    """Exit with ``code``; at once if a source is still being opened (stopped during its
-    open: FFmpeg's open cannot be interrupted, and the interpreter's exit under its thread can
-    abort or hang the process). Everything is written and closed by the time this is called."""
+    """Exit with ``code``; at once if the stop came during a source's open (FFmpeg's open
+    cannot be interrupted, and the interpreter's exit under or just after its thread can
+    abort, hang or crash the process). Everything is written and closed by the time this is
+    called."""
     sources = sys.modules.get("videvent.sources")   # not imported: no source was opened
-    if sources is not None and any(thread.name == sources.OPENING_THREAD and thread.is_alive()
-                                   for thread in threading.enumerate()):
+    if sources is not None and sources.open_abandoned():
         _end_at_once(code)
     sys.exit(code)
 

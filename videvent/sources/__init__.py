@@ -33,6 +33,7 @@ __all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "is_live_spec", "o
 
 # The thread a source is opened on (``open_source``), which the command line looks for at exit.
 OPENING_THREAD = "videvent-open"
+_abandoned: list[threading.Thread] = []   # openings whose wait a signal stopped
 URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
 _GLOB_CHARS = re.compile(r"[*?[]")
 
@@ -65,11 +66,22 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
 
     thread = threading.Thread(target=opening, name=OPENING_THREAD, daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(0.1)                 # the main thread stays in Python: signals reach it
+    try:
+        while thread.is_alive():
+            thread.join(0.1)             # the main thread stays in Python: signals reach it
+    except BaseException:
+        _abandoned.append(thread)
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["source"]
+
+
+def open_abandoned() -> bool:
+    """Whether a signal ever stopped the wait for an opening: the process should then end
+    without the interpreter's clean-up, which can tear the opening's native objects down
+    (FFmpeg's) while it is still inside them, or just after it gave up."""
+    return bool(_abandoned)
 
 
 def is_live_spec(spec: str | int | os.PathLike) -> bool:
