@@ -1,6 +1,7 @@
 """Project hygiene a user relies on: the README's commands are the ones CI runs, and the
 documentation holds together."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -83,6 +84,44 @@ def test_top_level_help_gives_each_command_a_whole_sentence():
                                                       "watch"]
     for line in commands:
         assert line.endswith(".") and not line.endswith("..."), line
+
+
+def help_of(command: str) -> str:
+    """``videvent COMMAND --help`` as an 80-column terminal shows it."""
+    result = subprocess.run([sys.executable, "-m", "videvent", command, "--help"],
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "watch", "batch", "export"])
+def test_help_shows_every_option_in_its_group_the_expert_ones_last(command):
+    """`--help` in groups (issue 53): the everyday ones first, the detector's expert settings in
+    a group of their own at the end; every option in a group (none left to "Other options")
+    and shown."""
+    from videvent._cli.main import cli
+
+    text = help_of(command)
+    sections = [line[:-1] for line in text.splitlines() if line and not line.startswith(" ")
+                and line.endswith(":")]
+    assert "Other options" not in sections and sections[0] == "Options"
+    if command != "export":
+        assert sections[-1] == "Detector (expert)" and "Sensitivity" in sections
+    for param in cli.commands[command].params:
+        if param.param_type_name == "option" and not param.hidden:
+            [flag] = [opt for opt in param.opts if opt.startswith("--")][:1]
+            assert len(re.findall(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)) >= 1, flag
+
+
+def test_run_help_fits_its_everyday_options_on_one_screen():
+    """Everything before the expert group, the usage line included: 50 lines of a terminal."""
+    text = help_of("run")
+    everyday = text.split("\nDetector (expert):", 1)[0].rstrip("\n").splitlines()
+    assert len(everyday) <= 50, len(everyday)
+    for option in ("--threshold", "--export-video", "--add-region", "--start-time"):
+        assert option in "\n".join(everyday)
+    assert "--projection-dim" not in "\n".join(everyday)
 
 
 def loaded_after(statement: str) -> set[str]:

@@ -91,18 +91,15 @@ class Settings:
     blocks: int = setting(16, "int", "Grid blocks across the frame's long side.", minimum=1)
     threshold: float = setting(7.0, "float", "Score that starts an event.", short="-t",
                                minimum=0.0, min_open=True, units="robust z-score")
-    threshold_low: float = setting(4.5, "float", "Score an event stays above (hysteresis); "
-                                   "also the score from which frames are explained (heat "
-                                   "map, boxes).", minimum=0.0, units="robust z-score")
+    threshold_low: float = setting(4.5, "float", "Score an event stays above (hysteresis).", minimum=0.0, units="robust z-score")
     min_event_length: Time = setting("0.1s", "time", "Shortest event.", short="-l")
-    merge_gap: Time = setting("0.5s", "time", "Events closer than this are merged.")
-    time_before_event: Time = setting("1s", "time", "Time included before each event.",
+    merge_gap: Time = setting("0.5s", "time", "Merge events this close.")
+    time_before_event: Time = setting("1s", "time", "Time before each event.",
                                       short="-tb")
-    time_post_event: Time = setting("1s", "time", "Time included after each event.",
+    time_post_event: Time = setting("1s", "time", "Time after each event.",
                                     short="-tp")
     absorb_after: Time | None = setting(
-        "5s", "time", "An unusual region that stops changing for this long becomes "
-        "background, in that region only ('never' to keep flagging).", optional=True,
+        "5s", "time", "A region still this long becomes background ('never').", optional=True,
         minimum=0, min_open=True)
     background_span: Time = setting("60s", "time", "Time the model's window of frames spans.")
     seed: bool = setting(False, "bool", "Seed the model from frames spread over the whole "
@@ -110,7 +107,7 @@ class Settings:
     light_invariant: bool = setting(True, "bool", "A change of light in part of the frame "
                                     "(a shadow, a cloud, the camera's exposure) is not an event.",
                                     off_flag="--no-light-invariant")
-    working_size: int = setting(160, "int", "Long side, in pixels, the detector works at.",
+    working_size: int = setting(160, "int", "Long side the detector works at.",
                                 minimum=8, units="pixels")
     downscale_factor: int | None = setting(
         None, "int", "Divide width and height by this instead of --working-size.",
@@ -122,42 +119,34 @@ class Settings:
     end_time: Time | None = setting(None, "time", "Where to stop.", short="-et", optional=True)
     duration: Time | None = setting(None, "time", "How much to scan (or watch).", short="-dt",
                                     optional=True)
-    fps: float | None = setting(None, "float", "Frame rate of image sequences (default 25).",
-                                minimum=0.0, maximum=1000.0, min_open=True, optional=True,
-                                units="frames/s")
+    fps: float | None = setting(None, "float", "Frames a second of image sequences (default 25).",
+                                minimum=0.0, maximum=1000.0, min_open=True, optional=True)
     backend: str = setting("auto", "choice", "Video decoder.", choices=BACKENDS)
     # Last, as in the events.json of earlier versions (whose settings are compared on resume).
     refit_every: int = setting(2, "int", "Frames learned between refits of the subspace.",
                                minimum=1, units="frames")
     start_reference: bool = setting(
-        True, "bool", "On a file, the warm-up's frames (the first 3s, which the model "
-        "learns) are also scored against frames spread over the whole file.",
+        True, "bool", "On a file, judge the warm-up against frames spread over it.",
         off_flag="--no-start-reference")
-    without: str = setting("", "text", "Detector mechanisms to turn off, comma-separated, to "
-                           "measure what each is worth: " + ", ".join(MECHANISMS) + ".",
+    without: str = setting("", "text", "Mechanisms to turn off (ablation): "
+                           + ", ".join(MECHANISMS) + ".",
                            metavar="NAMES")
     # Regions and masks (DVR-Scan's flags): after __post_init__, the files' polygons are in
     # add_region and ignore_region and the file lists are empty.
     add_region: tuple[str, ...] = setting(
-        (), "polygons", "A polygon to watch, 'X0 Y0 X1 Y1 X2 Y2 ...' in source pixels (0 0 is "
-        "the top left); repeat for several. Outside the regions nothing raises the score.",
+        (), "polygons", "A polygon to watch, 'X0 Y0 X1 Y1 ...'; repeatable.",
         short="-a")
     load_region: tuple[str, ...] = setting(
-        (), "files", "Region file: one polygon a line, as -a (DVR-Scan's format); repeatable.",
+        (), "files", "File of polygons to watch, one a line; repeatable.",
         short="-R")
     ignore_region: tuple[str, ...] = setting(
-        (), "polygons", "A polygon to ignore (a clock, a tree, a road), as -a; repeatable.")
+        (), "polygons", "A polygon to ignore, as -a; repeatable.")
     mask: tuple[str, ...] = setting(
-        (), "files", "File of polygons to ignore, in -R's format; repeatable.")
+        (), "files", "File of polygons to ignore, as -R; repeatable.")
     # What the pictures show of what was found (thumbnails, the annotated video, clips, the
     # dashboard); no effect on the scores.
-    overlay: str = setting(OVERLAYS[0], "choice", "What is drawn over the pictures of what was "
-                           "found: 'outline' the changed areas' outline (the picture inside "
-                           "untouched), 'heat' the heat map as a translucent tint, 'off' "
-                           "nothing.", choices=OVERLAYS)
-    bounding_box: bool = setting(False, "bool", "Draw boxes around the changed regions on "
-                                 "the thumbnails, the annotated video, the clips and the "
-                                 "dashboard (regions.csv lists them either way).", short="-bb",
+    overlay: str = setting(OVERLAYS[0], "choice", "What the pictures show of what was found.", choices=OVERLAYS)
+    bounding_box: bool = setting(False, "bool", "Boxes around the changes in the pictures.", short="-bb",
                                  off_flag="--no-bounding-box")
 
     def __post_init__(self) -> None:
@@ -228,33 +217,22 @@ SETTING_NAMES = tuple(SPECS)
 # Where a watch's news go, not what it finds: not Settings (nor in events.json, nor compared on
 # resume), but declared the same way so the option, the config key and its check agree.
 WATCH_SPECS: dict[str, Spec] = {
-    "on_event": Spec("text", "Run CMD for every alert, with its fields as VIDEVENT_* "
-                     "variables.", optional=True, metavar="CMD"),
-    "webhook": Spec("text", "POST every alert as JSON (http:// or https://).", optional=True,
+    "on_event": Spec("text", "Run CMD for every alert (fields as VIDEVENT_*).", optional=True, metavar="CMD"),
+    "webhook": Spec("text", "POST every alert as JSON to this URL.", optional=True,
                     metavar="URL"),
-    "serve": Spec("text", "Serve the live dashboard (default host 127.0.0.1; PORT 0: any free "
-                  "port); its address is printed on stderr.", optional=True,
+    "serve": Spec("text", "Serve the live dashboard (host 127.0.0.1 unless given).", optional=True,
                   metavar="[HOST:]PORT"),
-    "serve_token": Spec("text", "Token the dashboard asks of every request; generated and "
-                        "printed when --serve binds an address other than loopback without "
-                        "one. Kept out of ps and logs: --serve-token-file, or "
-                        "VIDEVENT_SERVE_TOKEN.", optional=True, metavar="TOKEN"),
-    "serve_token_file": Spec("text", "Read the dashboard's token from this file (its first "
-                             "line).", optional=True, metavar="FILE"),
-    "serve_cert": Spec("text", "Serve the dashboard over HTTPS with this certificate chain "
-                       "(PEM; with --serve-key).", optional=True, metavar="FILE"),
+    "serve_token": Spec("text", "The dashboard's token (better: VIDEVENT_SERVE_TOKEN).", optional=True, metavar="TOKEN"),
+    "serve_token_file": Spec("text", "Read the dashboard's token from this file.", optional=True, metavar="FILE"),
+    "serve_cert": Spec("text", "HTTPS certificate chain (PEM; with --serve-key).", optional=True, metavar="FILE"),
     "serve_key": Spec("text", "The private key of --serve-cert (PEM).", optional=True,
                       metavar="FILE"),
-    "mqtt": Spec("text", "Publish events, camera status and snapshots to this MQTT broker "
-                 "(port 1883 by default; mqtts:// for TLS, port 8883); a password not given "
-                 "here is read from VIDEVENT_MQTT_PASSWORD.", optional=True,
+    "mqtt": Spec("text", "Publish to this MQTT broker (password: VIDEVENT_MQTT_PASSWORD).", optional=True,
                  metavar="[mqtts://][USER[:PASSWORD]@]HOST[:PORT]"),
-    "mqtt_ca": Spec("text", "Check an mqtts:// broker's certificate against the certificate "
-                    "authorities of this PEM file (a private CA) instead of the system's.",
+    "mqtt_ca": Spec("text", "CA file (PEM) for an mqtts:// broker's certificate.",
                     optional=True, metavar="FILE"),
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
-    "mqtt_discovery": Spec("text", "Announce each camera to Home Assistant under this MQTT "
-                           "discovery prefix ('off': do not).", metavar="PREFIX"),
+    "mqtt_discovery": Spec("text", "Home Assistant discovery prefix ('off': none).", metavar="PREFIX"),
 }
 WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent",
                                   "mqtt_discovery": "homeassistant"}

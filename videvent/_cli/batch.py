@@ -11,7 +11,7 @@ import os
 import click
 
 from ..settings import SettingError
-from .options import BadInput, no_plot_option, run_options, settings_from
+from .options import BadInput, GroupedCommand, no_plot_option, run_options, settings_from
 
 
 def _progress_line(quiet: bool):
@@ -39,7 +39,7 @@ def _finite(_ctx, _param, value: float | None) -> float | None:
     return value
 
 
-@click.command("batch", short_help="Scan an archive of videos in parallel on Dask.")
+@click.command("batch", cls=GroupedCommand, short_help="Scan an archive of videos in parallel on Dask.")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to use (e.g. tcp://host:8786); default: a local cluster, "

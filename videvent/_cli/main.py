@@ -25,14 +25,17 @@ from ..settings import METHODS, NEVER, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
 from .entry import stopped_line
-from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, bad_input,
-                      no_plot_option, run_options, settings_from, watch_setting_options)
+from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, GroupedCommand,
+                      bad_input, no_plot_option, run_options, settings_from, watch_setting_options)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="videvent")
 def cli() -> None:
     """Find events in video with closed-form robust PCA."""
+
+
+cli.command_class = GroupedCommand
 
 
 cli.add_command(batch_command)
@@ -42,14 +45,12 @@ def export_options(function):
     """Options of the exports, shared by ``run`` and ``export``."""
     options = [
         click.option("--export-clips", "clips", is_flag=True,
-                     help="Write one clip per event, with the time before and after."),
+                     help="Write one clip per event."),
         click.option("--clip-template", default=CLIP_TEMPLATE, show_default=True,
-                     help="Clip file names; {video} is the input's name, {n} the event number."),
+                     help="Clip file names ({n}: the event's number)."),
         click.option("--clip-mode", type=click.Choice(CLIP_MODES), default=CLIP_MODES[0],
                      show_default=True,
-                     help="encode: the frames encoded again (H.264), the file's sound kept, "
-                          "boxes with -bb; copy: the file's own picture and sound copied from "
-                          "the keyframe at or before each clip's start (DVR-Scan's -m copy)."),
+                     help="Encode again (with boxes) or copy the file's own."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -132,24 +133,20 @@ def _methods(_ctx, _param, value):
 @cli.command(short_help="Find the events in a video file, a folder or a pattern of images.")
 @click.argument("source")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
-              default=None, help="Result folder (default: SOURCE's name + .videvent, beside it).")
+              default=None, help="Result folder (default: SOURCE.videvent beside it).")
 @click.option("--export-video", is_flag=False, flag_value="", default=None, metavar="[PATH]",
-              help="Also write the annotated H.264 video (default: annotated.mp4 in the "
-                   "result folder).")
+              help="Also write annotated.mp4 (or PATH).")
 @export_options
 @click.option("--compare", callback=_methods, default="", metavar="METHODS",
-              help="Also score with these methods (e.g. pca,ancp,sncp,cop) for the report's "
-                   "side-by-side panels.")
+              help="Also score with these methods (pca,ancp,cop) for the report.")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 @run_options
 def run(source: str, out_dir: str | None, export_video: str | None, clips: bool,
         clip_template: str, clip_mode: str, compare: tuple[str, ...], no_plot: bool, quiet: bool,
         **options) -> None:
-    """Scan SOURCE (a video file, a folder of images or a pattern such as frames/b%05d.bmp).
-
-    Writes scores.csv, events.json, residuals.png, report.html and event thumbnails into the
-    result folder.
+    """Find the events in SOURCE (a video, a folder of images, frames/b%05d.bmp): scores.csv,
+    events.json, report.html and thumbnails in a result folder.
     """
     from ..pipeline import default_out_dir, detect   # the engine: not for --help or a typo
 
@@ -257,24 +254,19 @@ def _serve_address(value: str) -> tuple[str, int]:
 @cli.command(short_help="Watch cameras, streams or files live, with alerts and a dashboard.")
 @click.argument("sources", nargs=-1, metavar="[SOURCE]...")
 @click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
-              default=None, help="Result folder (default: videvent-watch-<name>-<date-time>, "
-                                 "beside a file; in the current folder for a camera or stream). "
-                                 "With several cameras, one folder per camera inside it.")
+              default=None, help="Result folder (default: videvent-watch-NAME-TIME).")
 @click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
 @click.option("--json", "json_lines", is_flag=True,
-              help="One JSON line per event start, update and end (and source lost/back, "
-                   "camera down/up) on stdout.")
+              help="One JSON line per event and camera change on stdout.")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
 @click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
-              help="Give up after this many failed reconnections in a row.")
+              help="Give up after this many failed reconnections.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
 @click.option("--name", "names", multiple=True, metavar="NAME",
-              help="The camera's name, for each SOURCE in order (repeat it): its folder, "
-                   "files, report, MQTT topics, dashboard and alerts use it (default: from "
-                   "the source).")
+              help="Each SOURCE's name, in order (repeat it).")
 @watch_setting_options
 @run_options
 def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,

@@ -43,6 +43,55 @@ def default_config_path() -> Path | None:
     return path if path.is_file() else None
 
 
+# ``--help`` in groups: the everyday ones first, the detector's expert settings last. Each
+# option's parameter name, in the group its help is shown in (any command's; an option in no
+# group would be shown under "Other options", which a test forbids).
+HELP_GROUPS: dict[str, tuple[str, ...]] = {
+    "Options": ("help", "config", "quiet"),
+    "Input": ("start_time", "end_time", "duration", "max_frames", "fps", "realtime",
+              "max_reconnects", "names", "scheduler", "workers", "chunk_minutes"),
+    "Output": ("out", "out_dir", "export_video", "video", "video_path", "clips", "no_clips",
+               "clip_template", "clip_mode", "overlay", "bounding_box", "no_plot", "json_lines",
+               "show"),
+    "Sensitivity": ("threshold", "threshold_low", "min_event_length", "merge_gap",
+                    "time_before_event", "time_post_event", "absorb_after"),
+    "Regions": ("add_region", "load_region", "ignore_region", "mask"),
+    "Alerts and MQTT": ("on_event", "webhook", "mqtt", "mqtt_ca", "mqtt_prefix",
+                        "mqtt_discovery"),
+    "Dashboard": ("serve", "serve_token", "serve_token_file", "serve_cert", "serve_key"),
+    "Detector (expert)": ("method", "rank", "window", "background_span", "projection_dim",
+                          "inlier_fraction", "blocks", "working_size", "downscale_factor",
+                          "colour", "light_invariant", "seed", "start_reference", "refit_every",
+                          "backend", "without", "compare"),
+}
+OTHER_OPTIONS = "Other options"
+
+
+class GroupedCommand(click.Command):
+    """A command whose ``--help`` shows its options in ``HELP_GROUPS``' groups and order."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        place = {name: (group, order) for group, names in HELP_GROUPS.items()
+                 for order, name in enumerate(names)}
+        help_option = self.get_help_option(ctx)
+        rows: dict[str, list[tuple[int, tuple[str, str]]]] = {group: [] for group in HELP_GROUPS}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if not isinstance(param, click.Option) or record is None:
+                continue
+            group, order = place.get("help" if param is help_option else param.name,
+                                     (OTHER_OPTIONS, 0))
+            rows.setdefault(group, []).append((order, record))
+        for group, records in rows.items():
+            if records:
+                with formatter.section(group):
+                    formatter.write_dl([record for _, record in sorted(records,
+                                                                        key=lambda r: r[0])])
+        if any(param.name in SPECS and SPECS[param.name].kind == "time" for param in self.params):
+            formatter.write_paragraph()
+            formatter.write_text(f"A TIME is {TIME_HELP}.")
+
+
 def _option_keys(command: click.Command) -> dict[str, str]:
     """The config keys of a command's own options (those not declared as settings): each long
     flag, underscored, to the option's parameter name."""
@@ -126,6 +175,16 @@ def _click_type(spec: Spec):
 METAVARS = {"time": "TIME", "polygons": "POLYGON", "files": "FILE"}
 
 
+class SettingOption(click.Option):
+    """A setting's option: its help without the range of its values, which a value out of
+    it is told (one line each, as ``--help`` in groups wants)."""
+
+    def get_help_extra(self, ctx: click.Context):
+        extra = super().get_help_extra(ctx)
+        extra.pop("range", None)
+        return extra
+
+
 def setting_option(name: str):
     """The click option of one setting, from its declaration."""
     spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}[name]
@@ -134,8 +193,9 @@ def setting_option(name: str):
     flags = [spec.short, long] if spec.short else [long]
     if spec.kind == "bool":
         flags[-1] += f"/{spec.off_flag}"
-        return click.option(*flags, name, default=default, show_default=True, help=help_text)
-    return click.option(*flags, name, type=_click_type(spec), default=default,
+        return click.option(*flags, name, cls=SettingOption, default=default,
+                            show_default=True, help=help_text)
+    return click.option(*flags, name, cls=SettingOption, type=_click_type(spec), default=default,
                         multiple=spec.kind in ("polygons", "files"),
                         metavar=spec.metavar or METAVARS.get(spec.kind),
                         show_default=default not in (None, ()), help=help_text)
@@ -145,10 +205,7 @@ def run_options(function):
     """The detector options shared by the commands that run it: ``-c`` and every setting."""
     options = [click.option("-c", "--config", type=click.Path(dir_okay=False), is_eager=True,
                             expose_value=False, callback=_load_config,
-                            help="TOML file of settings and options (same names as the "
-                                 "options; CLI wins). Without -c, "
-                                 "$XDG_CONFIG_HOME/videvent/config.toml (~/.config/videvent/"
-                                 f"config.toml) is read if it exists. A TIME is {TIME_HELP}.")]
+                            help="Settings file (default ~/.config/videvent/config.toml).")]
     options += [setting_option(name) for name in SPECS]
     for option in reversed(options):
         function = option(function)
@@ -158,7 +215,7 @@ def run_options(function):
 def no_plot_option(function):
     """``--no-plot``, for every command that writes result folders."""
     return click.option("--no-plot", is_flag=True,
-                        help="Skip residuals.png and report.html in each result folder.")(
+                        help="Skip residuals.png and report.html.")(
         function)
 
 
