@@ -187,27 +187,30 @@ def test_the_version_is_declared_once():
 
 # The layers, lowest first: a module may import from its own layer and those below, never from
 # one above. The maths at the bottom (arrays in, arrays out); then what every layer shares; the
-# stages the data flows through (source -> preprocess -> detector -> segmenter -> sinks); a
-# pass set up from the settings, the reader and the session; the engine's one loop and the
-# sinks of a result folder; the front ends, each feeding the engine; the command line on top.
+# stages the data flows through (source -> preprocess -> detector -> segmenter -> sinks), which
+# take plain numbers; the settings, which are turned into them; a pass set up from the
+# settings, the reader and the session; the engine's one loop and the sinks it feeds (a result
+# folder's, alerts, the dashboard); the front ends, each feeding the engine; the command line
+# on top.
 LAYERS = (
     ("videvent.rpca",),
     ("videvent._version", "videvent.choices", "videvent.status", "videvent.timecode",
      "videvent.atomic"),
     ("videvent.regions", "videvent.sources", "videvent.segmenter", "videvent.synthetic",
      "videvent.kinds"),
-    ("videvent.preprocess", "videvent.settings", "videvent.detectors", "videvent.output"),
+    ("videvent.preprocess", "videvent.detectors", "videvent.output"),
+    ("videvent.settings",),
     ("videvent.passes", "videvent.reader", "videvent.session"),
-    ("videvent.engine", "videvent.sinks"),
+    ("videvent.engine", "videvent.sinks", "videvent.alerts", "videvent.dashboard"),
     ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
-     "videvent.chunked", "videvent.batch", "videvent.alerts", "videvent.dashboard"),
+     "videvent.chunked", "videvent.batch"),
     ("videvent._cli", "videvent.__main__", "videvent"),
 )
 
 
 def module_imports() -> dict[str, set[str]]:
-    """Each module of the package and the package modules it imports when it is loaded (at
-    its top level; the parents of a module imported run first too)."""
+    """Each module of the package and the package modules it imports: at its top level or
+    inside a function, when it runs (the parents of a module imported run first too)."""
     import ast
 
     files = {}
@@ -218,7 +221,7 @@ def module_imports() -> dict[str, set[str]]:
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
         found = set()
-        for node in ast.parse(path.read_text()).body:
+        for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:

@@ -10,11 +10,7 @@ import os
 import signal
 import sys
 
-
-def stopped_line(signal_number: int) -> str:
-    """What a command stopped by a signal says, early or late."""
-    return (f"videvent: stopped by {signal.Signals(signal_number).name}; nothing half-written "
-            "was left")
+from .stopped import stopped_line
 
 
 def _stopped_early(signal_number: int, _frame) -> None:

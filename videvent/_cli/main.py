@@ -24,7 +24,7 @@ from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
 from ..settings import METHODS, NEVER, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
-from .entry import stopped_line
+from .stopped import stopped_line
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, GroupedCommand,
                       bad_input, no_plot_option, run_options, settings_from, watch_setting_options)
 
