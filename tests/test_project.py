@@ -183,6 +183,9 @@ def test_the_version_is_declared_once():
     result = subprocess.run([sys.executable, "-m", "videvent", "--version"],
                             capture_output=True, text=True, timeout=60)
     assert __version__ in result.stdout
+    # The newest version the changelog names is this one (a version that moves with releases).
+    headings = re.findall(r"^## (\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert headings and headings[0] == __version__, headings[:2]
 
 
 # The layers, lowest first: a module may import from its own layer and those below, never from
