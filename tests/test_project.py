@@ -51,6 +51,20 @@ def test_readme_python_example_runs_as_written(tmp_path):
     assert (tmp_path / "person_visit.out" / "events.json").is_file()
 
 
+def test_the_readmes_shown_run_prints_what_it_shows(tmp_path):
+    """Each ``$ videvent ...`` transcript in the README, run as shown (from a copy of the
+    repository's sample clips), prints exactly its lines: the start line (stderr) first."""
+    readme = (ROOT / "README.md").read_text()
+    shown = re.findall(r"```text\n\$ (videvent [^\n]+)\n(.*?)\n```", readme, re.S)
+    assert shown
+    shutil.copytree(ROOT / "sample_videos", tmp_path / "sample_videos")
+    for command, output in shown:
+        result = subprocess.run([sys.executable, "-m", *command.split()], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert (result.stderr + result.stdout).splitlines() == output.splitlines(), command
+
+
 def test_readme_tables_are_not_cut_by_blank_lines():
     for path in markdown_files():
         lines = path.read_text().splitlines()
