@@ -86,7 +86,8 @@ def test_every_relative_link_in_the_documentation_leads_somewhere():
 def test_the_readme_is_short_and_its_documentation_is_in_docs():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 300
-    for page in ("run", "watch", "batch", "api", "guarantees", "how-it-works", "paper"):
+    for page in ("run", "export", "watch", "batch", "api", "guarantees", "how-it-works",
+                 "paper"):
         assert f"(docs/{page}.md)" in readme, page
 
 
