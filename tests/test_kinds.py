@@ -14,6 +14,7 @@ from conftest import devset_clip, run_cli, sample
 from videvent import Settings, detect
 from videvent.detectors import FrameScore
 from videvent.kinds import KINDS, RegionBlocks, block_box, event_kind, paired
+from videvent.passes import levels_of
 from videvent.regions import Regions
 from videvent.segmenter import EventSegmenter
 from videvent.session import Session
@@ -65,8 +66,8 @@ def test_the_regions_touched_are_named_in_the_order_given():
 def _session(regions=Regions()):
     settings = Settings()
     source = SimpleNamespace(name="s", uri="s", fps=10.0, width=160, height=90)
-    run = SimpleNamespace(source=source, settings=settings, frame_shape=(9, 16),
-                          preprocess=SimpleNamespace(regions=regions))
+    run = SimpleNamespace(source=source, settings=settings, levels=levels_of(settings),
+                          frame_shape=(9, 16), preprocess=SimpleNamespace(regions=regions))
     segmenter = EventSegmenter(settings.threshold, settings.threshold_low, post_roll=3)
     return Session(run, segmenter)
 

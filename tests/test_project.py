@@ -281,6 +281,17 @@ def test_the_import_graph_goes_one_way_with_no_circle():
             imports.difference_update(free)
 
 
+def test_the_settings_are_turned_into_numbers_in_one_place():
+    """Below the front ends, only the pass's set-up (and the sinks of a result folder, which
+    it does not build) import the settings: the detector, the session and the engine take
+    plain numbers (issue 53)."""
+    graph = module_imports()
+    front_ends = layer_of("videvent.pipeline")
+    readers = {module for module, imports in graph.items() if "videvent.settings" in imports
+               and layer_of(module) < front_ends}
+    assert readers <= {"videvent.passes", "videvent.sinks"}, readers
+
+
 def test_the_maths_imports_numpy_and_scipy_only():
     """``videvent/rpca/`` is usable alone: besides its own modules, the standard library,
     numpy and scipy, it imports nothing (not even the rest of videvent)."""

@@ -105,7 +105,7 @@ class _Recorder:
     starts, and the verdicts from there on."""
 
     def __init__(self, run, start: int, style: ThumbnailStyle):
-        self.run, self.start, self.threshold, self.style = (run, start, run.settings.threshold,
+        self.run, self.start, self.threshold, self.style = (run, start, run.levels.threshold,
                                                             style)
         self.at_start: bytes | None = None
         self.before: deque = deque(maxlen=BOUNDARY_CHECK)
@@ -141,7 +141,7 @@ class _Recorder:
                                                    or verdict.score > self._best[0].score):
             self._best = verdict, frame
         if verdict.block_scores is not None:
-            self.unusual[verdict.index] = verdict.block_scores >= self.run.settings.threshold_low
+            self.unusual[verdict.index] = verdict.block_scores >= self.run.levels.threshold_low
         for column, value in zip(self.columns, (
                 verdict.index, verdict.time_s, verdict.residual, verdict.score,
                 str(verdict.status), verdict.admitted, verdict.absorbed, verdict.evidence,
@@ -174,7 +174,7 @@ class _Recorder:
             np.array(admitted, bool), np.array(absorbed, bool), self.explained,
             self.thumbnails, self.vectors,
             list(self.before), self.head, list(self.tail), self.at_start, self.run.state(),
-            evidence, lasting, left, self.unusual, self.run.settings.threshold_low)
+            evidence, lasting, left, self.unusual, self.run.levels.threshold_low)
 
 
 def score_chunk(spec: str, settings: Settings, first: int, start: int, end: int | None, *,

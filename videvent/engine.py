@@ -26,7 +26,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .detectors import FrameScore, SubspaceWindowDetector
-from .passes import Pass, build_segmenter, detector_for
+from .passes import Pass
 from .reader import ReadAhead
 from .sources import Frame
 from .sources.live import SourceNews
@@ -102,18 +102,17 @@ def seed_detector(run: Pass, *others: SubspaceWindowDetector) -> int:
     """
     if not seeds(run):
         return 0
-    settings = run.settings
     vectors = run.seed_sample if run.seed_sample is not None else seed_sample(run)
-    used = [detector.seed(vectors) if settings.seed else detector.seed_reference(vectors)
+    model = run.levels.seeding == "model"
+    used = [detector.seed(vectors) if model else detector.seed_reference(vectors)
             for detector in (run.detector, *others)]
     return used[0]
 
 
 def seeds(run: Pass) -> bool:
     """Whether the pass starts by seeding its detector (``seed_detector``)."""
-    settings = run.settings
     source = run.source
-    return bool(settings.seed or settings.start_reference) and not (
+    return run.levels.seeding is not None and not (
         source.is_live or source.read_once or run.resumed)
 
 
@@ -165,15 +164,13 @@ class Comparison:
     residuals written to ``compare.csv`` for the report's side-by-side panels."""
 
     def __init__(self, run: Pass, methods: tuple[str, ...], path: Path | None):
-        settings, fps = run.settings, run.source.fps
         self.methods = methods
-        self.detectors = {method: detector_for(settings, run.frame_shape, fps, method=method,
-                                               watched=run.preprocess.watched)
-                          for method in methods if method != settings.method}
-        self.segmenters = {method: build_segmenter(settings, fps) for method in self.detectors}
+        self.detectors = {method: run.detector_of(method)
+                          for method in methods if method != run.levels.method}
+        self.segmenters = {method: run.segmenter() for method in self.detectors}
         self._rows = open(path if path is not None else os.devnull, "w")
         self._rows.write("frame," + ",".join(f"residual_{m}" for m in methods) + "\n")
-        self._main = settings.method
+        self._main = run.levels.method
 
     def add(self, frame: Frame, score: FrameScore, verdicts: dict[str, FrameScore]) -> None:
         """The main detector's verdict on ``frame`` and the other methods' (by method)."""

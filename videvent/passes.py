@@ -89,12 +89,31 @@ def frame_range(settings: Settings, fps: float) -> tuple[int, int | None]:
     return start, end
 
 
+@dataclass(frozen=True)
+class Levels:
+    """The settings' numbers the stages after the detector read, made once (``prepare``)."""
+
+    threshold: float          # the score that starts an event
+    threshold_low: float      # ... and that an event stays above, and frames are explained from
+    method: str               # the detector's
+    seeding: str | None       # how a file's start is seeded: "model" (``--seed``), "reference"
+                              # (``--start-reference``) or None
+
+
+def levels_of(settings: Settings) -> Levels:
+    seeding = "model" if settings.seed else "reference" if settings.start_reference else None
+    return Levels(settings.threshold, settings.threshold_low, settings.method, seeding)
+
+
 @dataclass
 class Pass:
-    """One pass of the detector over a source: what it was set up with."""
+    """One pass of the detector over a source: what it was set up with. ``settings`` are
+    handed on as they were given (a sink's ``SessionInfo``, the result's record); what the
+    pass's stages read of them is in ``levels``, ``detector_of`` and ``segmenter``."""
 
     source: FrameSource
     settings: Settings
+    levels: Levels
     start: int
     end: int | None
     preprocess: Preprocessor
@@ -117,6 +136,19 @@ class Pass:
     @property
     def frame_shape(self) -> tuple[int, ...]:
         return self.detector.frame_shape
+
+    def detector_of(self, method: str) -> SubspaceWindowDetector:
+        """A detector of this pass's settings with another ``method`` (``--compare``)."""
+        return detector_for(self.settings, self.frame_shape, self.source.fps, method=method,
+                            watched=self.preprocess.watched)
+
+    def segmenter(self) -> EventSegmenter:
+        """An event segmenter of this pass's settings."""
+        return build_segmenter(self.settings, self.source.fps)
+
+    def settings_record(self) -> dict:
+        """The settings as the result records them (``events.json``)."""
+        return self.settings.to_dict()
 
     def state(self) -> bytes:
         """All the pass has learned from its frames so far (its detector, and the health
@@ -183,7 +215,7 @@ def prepare_pass(source: FrameSource, settings: Settings) -> Pass:
     shape = (height, width, 3) if settings.colour else (height, width)
     preprocess = Preprocessor(width, height, settings.colour, regions=regions,
                               source_size=(source.width, source.height))
-    return Pass(source, settings, start, end, preprocess,
+    return Pass(source, settings, levels_of(settings), start, end, preprocess,
                 detector_for(settings, shape, source.fps, watched=preprocess.watched),
                 HealthCheck(round(FROZEN_AFTER_SECONDS * source.fps), preprocess.watched))
 

@@ -250,7 +250,7 @@ class Session:
         self._region_blocks: RegionBlocks | None = None
         source = run.source
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
-                                source.height, run.settings.threshold, run.settings)
+                                source.height, run.levels.threshold, run.settings)
 
     def start(self) -> None:
         self._tell("on_start", self.info)
@@ -339,9 +339,9 @@ class Session:
     def _event_frame(self, number: int, score) -> None:
         evidence = self._evidence.get(number)
         if evidence is None:
-            settings = self.run.settings
-            evidence = self._evidence[number] = EventEvidence(settings.threshold,
-                                                              settings.threshold_low)
+            levels = self.run.levels
+            evidence = self._evidence[number] = EventEvidence(levels.threshold,
+                                                              levels.threshold_low)
         evidence.add(score)
         if self._open is None or self._open.number != number:
             self._open = self._described(self.segmenter.open_event(number))
@@ -479,7 +479,7 @@ class Session:
         if source.frame_count and not self.live:
             expected = max(0, (source.frame_count if run.end is None
                                else min(run.end, source.frame_count)) - run.start)
-        return RunResult(source=self.source_record(), settings=run.settings.to_dict(),
+        return RunResult(source=self.source_record(), settings=run.settings_record(),
                          frames_read=self.frames_read, events=list(self.events),
                          absorbed=list(self.absorbed), frame_problems=list(self.problems.runs),
                          compare=list(compare), warmup=list(self.warmup.runs),
