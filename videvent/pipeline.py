@@ -24,7 +24,8 @@ from .output.clips import write_clip_index
 from .output.folder import check_destination, mark_complete
 from .output.names import CLIP_TEMPLATE, RESULT_FILES, check_outputs, clip_name
 from .output.sink import Sink
-from .passes import open_for, prepare, source_regions
+from .passes import Pass, open_for, prepare
+from .segmenter import EventSegmenter
 from .session import RunResult, Session
 from .settings import Settings
 from .sinks import folder_sinks
@@ -54,15 +55,17 @@ def default_out_dir(spec: str | os.PathLike) -> Path:
 def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
          compare: tuple[str, ...] = (), sinks: list[Sink] = (), explain_all: bool = False,
          progress: Callable[[int], None] | None = None,
-         scored: ScoredElsewhere | None = None) -> RunResult:
+         scored: ScoredElsewhere | None = None,
+         prepared: tuple[Pass, EventSegmenter] | None = None) -> RunResult:
     """Run the detector over ``source`` through a session; into ``folder`` (when given) go
-    ``scores.csv`` (and ``compare.csv``), besides what ``sinks`` write.
+    ``scores.csv`` (and ``compare.csv``), besides what ``sinks`` write. ``prepared``: the pass
+    and segmenter ``prepare`` made of ``settings`` on ``source`` (made here if not given).
 
     ``scored``: the pass's verdicts, scored elsewhere (``videvent.chunked.JoinedChunks``),
     which the session takes instead of the engine's. ``explain_all``: every frame gets its
     residual image (for the annotated video), not only those from ``threshold_low`` up.
     """
-    run, segmenter = prepare(source, settings)
+    run, segmenter = prepared or prepare(source, settings)
     session = Session(run, segmenter, sinks=sinks,
                       scores_path=None if folder is None else folder / "scores.csv")
     comparison = (Comparison(run, compare, None if folder is None else folder / "compare.csv")
@@ -131,15 +134,16 @@ def detect(spec: str | os.PathLike | int, settings: Settings | None = None, *,
     check_outputs(spec, out_dir, export_video, clips, clip_template)
     destination = None if out_dir is None else check_destination(out_dir)
     with open_for(spec, settings, keep_colour=bool(export_video or clips)) as source:
+        # A setting that cannot work on this source is said before the scan is announced.
+        prepared = prepare(source, settings)
         if on_start is not None:
-            source_regions(settings, source)   # said before the scan is announced
             on_start(source)
         if destination is None:
-            return scan(source, settings, sinks=sinks, progress=progress)
+            return scan(source, settings, sinks=sinks, progress=progress, prepared=prepared)
         return write_results(source, settings, destination, plot=plot, compare=compare,
                              export_video=export_video, clips=clips,
                              clip_template=clip_template, clip_mode=clip_mode, sinks=sinks,
-                             progress=progress)
+                             progress=progress, prepared=prepared)
 
 
 def write_results(source: FrameSource, settings: Settings, destination: Path, *,
@@ -148,21 +152,24 @@ def write_results(source: FrameSource, settings: Settings, destination: Path, *,
                   clip_template: str = CLIP_TEMPLATE, clip_mode: str = CLIP_MODES[0],
                   sinks: list[Sink] = (),
                   progress: Callable[[int], None] | None = None,
-                  scored: ScoredElsewhere | None = None) -> RunResult:
+                  scored: ScoredElsewhere | None = None,
+                  prepared: tuple[Pass, EventSegmenter] | None = None) -> RunResult:
     """Scan ``source`` into the result folder ``destination``, which appears complete (with
     its completion marker, last) or not at all; see ``detect`` and ``scan``."""
+    prepared = prepared or prepare(source, settings)
     with ResultFolder(destination, replaces=RESULT_FILES) as folder:
         staging = folder.staging
         # Frames scored elsewhere carry no picture: an event's thumbnail was made there, or its
         # peak frame is decoded again for it.
-        written_by = folder_sinks(source, settings, source_regions(settings, source), staging,
+        written_by = folder_sinks(source, settings, prepared[0].preprocess.regions, staging,
                                   thumbnails=True,
                                   redecode=lambda index: _picture(source, index),
                                   thumbnails_made=None if scored is None else scored.thumbnail,
                                   video=export_video, clips=clips, clip_template=clip_template,
                                   clip_mode=clip_mode)
         result = scan(source, settings, staging, compare=compare, sinks=[*written_by, *sinks],
-                      explain_all=bool(export_video), progress=progress, scored=scored)
+                      explain_all=bool(export_video), progress=progress, scored=scored,
+                      prepared=prepared)
         write_events(staging / "events.json", result.to_dict())
         written = [path for sink in written_by for path in getattr(sink, "written", ())]
         if clips:
