@@ -18,8 +18,7 @@ from pathlib import Path
 from .._version import __version__
 from ..choices import CLIP_MODES
 from ..output import read_events
-from ..output.events_json import add_to_events
-from ..output.folder import amending, public_name
+from ..output.folder import public_name
 from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
 from ..settings import METHODS, NEVER, SettingError, Settings
 from ..timecode import format_timecode
@@ -289,6 +288,7 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
     from ..cameras import name_cameras, without_file_settings
     from ..output.mqtt import check_prefix, parse_mqtt_address
     from ..settings import load_cameras
+    from ..watching import DashboardConfig, MqttConfig, SetupError, WatchError, watch_all
 
     # With one camera, regions drawn on the dashboard are saved to its (first) -R file, which
     # the settings read and no longer name.
@@ -332,82 +332,34 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
             click.echo(f"videvent: warning: camera {camera.name}: {' and '.join(set_aside)} "
                        f"{'is' if one else 'are'} for files; a stream or a camera is watched "
                        f"from now, without {'it' if one else 'them'}", err=True)
-    if show and len(cameras) > 1:
-        raise click.UsageError("--show previews one camera; use --serve for several")
-    monitor_options = {"realtime": realtime, "max_reconnects": max_reconnects,
-                       "max_frames": max_frames, "clips": not no_clips,
-                       "plot": not no_plot,
-                       "colour_pictures": served_at is not None,
-                       "alerts": {"json_lines": json_lines, "command": on_event,
-                                  "webhook": webhook}}
-    dashboard = publisher = None
-    if served_at is not None:
-        from ..dashboard import Dashboard
-        if (serve_cert is None) != (serve_key is None):
-            raise click.UsageError("--serve-cert and --serve-key go together")
-        try:
-            dashboard = Dashboard(*served_at, token=_dashboard_token(serve_token,
-                                                                     serve_token_file),
-                                  region_file=region_files[0] if len(cameras) == 1
-                                  and region_files else None,
-                                  tls=None if serve_cert is None else (serve_cert, serve_key))
-        except ValueError as error:
-            raise click.BadParameter(str(error), param_hint="'--serve-cert'") from None
-    if broker is not None:
-        from ..output.mqtt import MqttPublisher
-
-        # One connection for the process; it never holds up the start (connects on its own
-        # thread) and says "offline" when the watch ends.
-        try:
-            publisher = MqttPublisher(
-                broker.host, broker.port, prefix=mqtt_prefix, username=broker.username,
-                password=broker.password, tls=broker.tls, ca_file=mqtt_ca,
-                report=lambda line: click.echo(f"videvent: warning: {line}", err=True))
-        except ValueError as error:             # the --mqtt-ca file cannot be loaded
-            raise click.BadParameter(str(error), param_hint="'--mqtt-ca'") from None
-
-    def sinks_of(camera) -> list:
-        from ..cameras import result_folders
-        sinks = [] if dashboard is None else [dashboard.add_camera(
-            camera.name, history=result_folders(camera, out_dir, len(cameras) > 1))]
-        if publisher is not None:
-            from ..output.mqtt import MqttSink
-            media_url = None
-            if dashboard is not None:
-                index = sinks[0].camera.index
-                media_url = lambda number, kind: dashboard.media_url(index, number, kind)  # noqa: E731
-            sinks.append(MqttSink(publisher, camera.name, discovery_prefix=mqtt_discovery,
-                                  media_url=media_url))
-        return sinks
-
-    problem, stuck = None, False
-    watched: list[tuple[str, Path]] = []   # (camera's name, its result folder), once opened
+    dashboard = None if served_at is None else DashboardConfig(
+        *served_at, token=serve_token or (None if serve_token_file is not None
+                                          else os.environ.get(TOKEN_VARIABLE) or None),
+        token_file=serve_token_file, region_file=region_files[0] if region_files else None,
+        tls=None if serve_cert is None and serve_key is None else (serve_cert, serve_key))
     try:
-        if len(cameras) == 1:
-            _watch_one(cameras[0], out_dir, monitor_options, dashboard, sinks_of, show, quiet,
-                       watched)
-        else:
-            problem, stuck = _watch_several(cameras, out_dir, monitor_options, dashboard,
-                                            sinks_of, quiet, watched)
-    finally:
-        if dashboard is not None:
-            dashboard.stop()
-        if publisher is not None:
-            publisher.close()
-            lost = publisher.dropped + publisher.undelivered
-            if lost:
-                click.echo(f"videvent: warning: MQTT: {lost} event message"
-                           f"{'' if lost == 1 else 's'} never reached the broker "
-                           f"({publisher.dropped} past the queue's length, "
-                           f"{publisher.undelivered} still waiting or not acknowledged "
-                           f"when the watch ended)",
-                           err=True)
-            _record_mqtt_losses(publisher, watched)
-    if stuck:
-        # A camera still blocked in opening its source (FFmpeg's open cannot be interrupted;
-        # it gives up after its timeout): the interpreter's exit would tear its thread down
-        # inside native code, which aborts the process. Everything is written, sent and
-        # closed by now, so the process ends at once instead.
+        outcome = watch_all(
+            cameras, out_dir,
+            {"realtime": realtime, "max_reconnects": max_reconnects, "max_frames": max_frames,
+             "clips": not no_clips, "plot": not no_plot,
+             "alerts": {"json_lines": json_lines, "command": on_event, "webhook": webhook}},
+            show=show, dashboard=dashboard,
+            mqtt=None if broker is None else MqttConfig(broker, mqtt_prefix, mqtt_discovery,
+                                                        mqtt_ca),
+            report=_WatchSaid(quiet, several=len(cameras) > 1), stopping=_signalled,
+            stop_to=_stop_to)
+    except SetupError as error:
+        hint = {"token_file": "'--serve-token-file'", "tls": "'--serve-cert'",
+                "ca_file": "'--mqtt-ca'"}[error.setting]
+        raise click.BadParameter(str(error), param_hint=hint) from None
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
+    except WatchError as error:
+        raise BadInput(str(error)) from None
+    problem = None if outcome.error is None else BadInput(outcome.error)
+    if outcome.stuck:
+        # Everything is written, sent and closed by now: the process ends at once, past the
+        # interpreter's exit, which would abort tearing the blocked thread down.
         if problem is not None:
             problem.show()
         _end_at_once(problem.exit_code if problem is not None else 0)
@@ -415,191 +367,48 @@ def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_li
         raise problem
 
 
-MQTT_LOST_KEY = "mqtt_undelivered_event_messages"
-
-
-def _record_mqtt_losses(publisher, watched: list[tuple[str, Path]]) -> None:
-    """Each camera's event messages that never reached the broker, in its events.json.
-
-    Known only once the connection, shared by every camera, is closed: after the cameras'
-    sessions wrote their folders, so the count is added to their events.json then (rewritten
-    whole, the completion marker again the last file written). A folder that cannot take it is said, one line, and the watch still ends well."""
-    for name, folder in watched:
-        path = folder / "events.json"
-        try:
-            with amending(folder):
-                add_to_events(path, {MQTT_LOST_KEY: publisher.never_delivered[name]})
-        except OSError as error:
-            problem = f"cannot write '{path}': {error.strerror or error}"
-        except ValueError as error:             # it names the file already
-            problem = str(error)
-        else:
-            continue
-        click.echo(f"videvent: warning: MQTT: the count of event messages that never reached "
-                   f"the broker is not recorded: {problem}", err=True)
-
-
 TOKEN_VARIABLE = "VIDEVENT_SERVE_TOKEN"
 
 
-def _dashboard_token(given: str | None, path: str | None) -> str | None:
-    """The dashboard's token: --serve-token, else the first line of --serve-token-file, else
-    VIDEVENT_SERVE_TOKEN (the last two keep it out of ``ps``); None: generated if needed."""
-    if given:
-        return given
-    if path is not None:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                token = handle.readline().strip()
-        except (OSError, UnicodeDecodeError) as error:
-            raise click.BadParameter(f"cannot read '{path}': "
-                                     f"{getattr(error, 'strerror', None) or error}",
-                                     param_hint="'--serve-token-file'") from None
-        if not token:
-            raise click.BadParameter(f"'{path}' holds no token on its first line",
-                                     param_hint="'--serve-token-file'")
-        return token
-    return os.environ.get(TOKEN_VARIABLE) or None
+class _WatchSaid:
+    """What a watch says, on stderr: with -q only its warnings and errors (and, with several
+    cameras, a camera's trouble: the others go on, so it is not the watch's closing error).
+    A single camera's status line is redrawn in place on a terminal."""
 
+    def __init__(self, quiet: bool, several: bool):
+        self.quiet, self.several = quiet, several
+        self.interactive = not quiet and not several and sys.stderr.isatty()
 
-def _shown(dashboard, url: str) -> str:
-    """The address as printed: with a generated token (the only way to learn it); without
-    one the user gave (stderr goes to logs)."""
-    if dashboard.token is not None and not dashboard.token_generated:
-        return url.split("?")[0] + " (it asks for the token given)"
-    return url
+    def warning(self, line: str) -> None:
+        click.echo(f"videvent: warning: {line}", err=True)
 
+    def trouble(self, line: str) -> None:
+        if self.several or not self.quiet:
+            click.echo(f"videvent: {line}", err=True)
 
-def _serve(dashboard) -> str:
-    """Start the dashboard, before anything is written; its address (with its token, when
-    one applies) is printed once the cameras are open."""
-    try:
-        return dashboard.start()
-    except OSError as error:
-        raise BadInput(f"cannot serve the dashboard on {dashboard.host}:{dashboard.port}: "
-                       f"{error.strerror or error}") from None
+    def dashboard(self, address: str) -> None:
+        click.echo(f"dashboard: {address}", err=True)
 
-
-def _summary_line(summary, out_dir) -> str:
-    return (f"{summary.frames} frames watched, {summary.events} event"
-            f"{'' if summary.events == 1 else 's'}, {summary.dropped} dropped, "
-            f"{summary.reconnects} reconnection(s); capture-to-score latency "
-            f"{summary.latency_ms(0.5):.1f} ms median, {summary.latency_ms(0.99):.1f} ms "
-            f"p99. Results in {out_dir}")
-
-
-def _watch_one(camera, out_dir, monitor_options, dashboard, sinks_of, show, quiet,
-               watched) -> None:
-    """One camera, on this thread, in the folder it always had (added to ``watched`` once
-    its monitor is made)."""
-    interactive = not quiet and sys.stderr.isatty()
-
-    def status(summary) -> None:
-        if interactive:
+    def status(self, summary) -> None:
+        if self.interactive:
             click.echo(f"\r{summary.frames} frames | latency {summary.latency_ms(0.5):.0f} ms "
                        f"(p99 {summary.latency_ms(0.99):.0f}) | dropped {summary.dropped} | "
                        f"events {summary.events}   ", err=True, nl=False)
 
-    sinks = sinks_of(camera)
-    url = None if dashboard is None else _serve(dashboard)
-
-    def announce() -> None:
-        """The dashboard's address, once: when the camera is open, or when it is not at its
-        first attempt (a camera down at the start shows there as down while waited for)."""
-        nonlocal url
-        if url is not None:
-            click.echo(f"dashboard: {_shown(dashboard, url)}", err=True)
-            url = None
-
-    monitor = _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce,
-                           status=status, show=show)
-    if monitor is None:
-        return
-    # Ctrl-C stops the watch cleanly (its files finished) from before the dashboard's address
-    # is out: whoever reads the address and stops the watch gets that, not an interruption.
-    for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, _on_signal(monitor.stop))
-    announce()
-    watched.append((camera.name, monitor.out_dir))
-    summary = monitor.run()
-    if interactive:
-        click.echo("", err=True)
-    if not quiet:
-        click.echo(_summary_line(summary, monitor.out_dir), err=True)
-    if summary.gave_up:
-        raise BadInput(f"the source was lost and did not come back after "
-                       f"{monitor_options['max_reconnects']} reconnection attempts")
+    def ended(self, line: str, summary) -> None:
+        if self.quiet:
+            return
+        if self.interactive and summary is not None:
+            click.echo("", err=True)     # below the status line
+        click.echo(line, err=True)
 
 
-def _open_camera(camera, out_dir, monitor_options, quiet, sinks, announce, **options):
-    """The monitor of a single camera, once its source opens (``cameras.open_monitor``: a
-    stream or a device down at the start is waited for, a file that cannot be opened is an
-    error at once; ``announce()`` is called when it is first found down). None: stopped
-    while waiting (Ctrl-C or SIGTERM between two attempts)."""
-    from ..cameras import CameraNotOpened, open_monitor
-
-    stopping = _signalled          # a signal between two attempts sets it too (``pause``)
-
-    def pause(backoff, stop) -> None:
-        # Ctrl-C or SIGTERM while waiting for the camera ends the watch cleanly.
-        handlers = {number: signal.signal(number, _on_signal(stop.set))
-                    for number in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            backoff.wait(stop)
-        finally:
-            for number, handler in handlers.items():
-                signal.signal(number, handler)
-
-    def report(line: str) -> None:
-        announce()
-        if not quiet:
-            click.echo(f"videvent: {line}", err=True)
-
-    try:
-        monitor = open_monitor(camera, out_dir, {**options, **monitor_options}, sinks,
-                               stopping, report, pause)
-    except SettingError as error:
-        raise click.UsageError(str(error)) from None
-    except CameraNotOpened as error:
-        raise BadInput(f"camera {camera.name} {error}" if error.attempts > 1
-                       else str(error).splitlines()[0]) from None
-    except ValueError as error:
-        raise bad_input(error) from None
-    if monitor is None and not quiet:
-        click.echo(f"camera {camera.name}: stopped before it could be opened", err=True)
-    return monitor
-
-
-def _watch_several(cameras, out_dir, monitor_options, dashboard, sinks_of, quiet, watched):
-    """Each camera on a thread of its own; this one waits for them and handles the signals.
-    Returns the cameras' failure (a BadInput, or None) and whether one is still blocked in
-    opening its source; the cameras that were opened are added to ``watched``."""
-    from ..cameras import wait_for, watch_cameras
-
-    stopping = threading.Event()
-    for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, _on_signal(stopping.set))
-    if dashboard is not None:
-        click.echo(f"dashboard: {_shown(dashboard, _serve(dashboard))}", err=True)
-    watches = watch_cameras(
-        cameras, out_dir, monitor_options, sinks_of,
-        lambda line: click.echo(f"videvent: {line}", err=True))
-    wait_for(watches, stopping)
-    watched += [(watch.camera.name, watch.monitor.out_dir) for watch in watches
-                if watch.monitor is not None]
-    for watch in watches:
-        if quiet:
-            break
-        click.echo(f"camera {watch.camera.name}: "
-                   + (_summary_line(watch.summary, watch.monitor.out_dir)
-                      if watch.summary is not None else "stopped before it could be opened"
-                      if not watch.error else "could not be opened" if watch.monitor is None
-                      else "failed"),
-                   err=True)
-    failed = [watch for watch in watches if watch.error]
-    problem = BadInput("; ".join(f"camera {watch.camera.name} {watch.error}"
-                                 for watch in failed)) if failed else None
-    return problem, any(watch.is_alive() for watch in watches)
+def _stop_to(action):
+    """Route SIGINT and SIGTERM to ``action`` (off the handler: ``_on_signal``); returns what
+    puts the handlers before back."""
+    handlers = {number: signal.signal(number, _on_signal(action))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    return lambda: [signal.signal(number, handler) for number, handler in handlers.items()]
 
 
 @cli.command("export", short_help="Write the annotated video and event clips of a result.")
