@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-import time
 
 import click
 
@@ -20,12 +18,16 @@ from ..choices import CLIP_MODES
 from ..output import read_events
 from ..output.folder import public_name
 from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
-from ..settings import METHODS, NEVER, SettingError, Settings
+from ..settings import METHODS, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
+from .options import (OUT_PARENT, BadInput, GroupedCommand, bad_input, no_plot_option,
+                      run_options, settings_from)
+from .progress import Progress
+from .signals import (Stopped, _exit, _finished, _send_again, _stop, _stopped_by,
+                      _unraisable)
 from .stopped import stopped_line
-from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, GroupedCommand,
-                      bad_input, no_plot_option, run_options, settings_from, watch_setting_options)
+from .watch import watch_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,6 +40,7 @@ cli.command_class = GroupedCommand
 
 
 cli.add_command(batch_command)
+cli.add_command(watch_command)
 
 
 def export_options(function):
@@ -54,68 +57,6 @@ def export_options(function):
     for option in reversed(options):
         function = option(function)
     return function
-
-
-class Progress:
-    """Progress on stderr: a status line with the percentage, frames per second and time left
-    on a terminal, redrawn every 0.2 s; when stderr is a file or a pipe (a log), one line
-    every 5 s. ``VIDEVENT_PROGRESS_SECONDS`` sets the interval. Nothing when quiet.
-
-    Nothing is printed before the first frame is done, so an error found before any work
-    starts is the only thing printed.
-    """
-
-    TERMINAL_EVERY_S, LOG_EVERY_S = 0.2, 5.0
-
-    def __init__(self, quiet: bool):
-        self.enabled = not quiet
-        self.terminal = sys.stderr.isatty()
-        self.every_s = float(os.environ.get("VIDEVENT_PROGRESS_SECONDS") or (
-            self.TERMINAL_EVERY_S if self.terminal else self.LOG_EVERY_S))
-        self._label, self._total, self._done = "", None, 0
-        self._started = self._shown = None
-        self._lines = 0
-
-    def start(self, label: str, total: int | None) -> None:
-        self.finish()
-        self._label, self._total, self._done = label, total or None, 0
-        self._started = self._shown = None
-        self._lines = 0
-
-    def update(self, n: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if self._started is None:
-            self._started = self._shown = now
-        self._done += n
-        if now - self._shown >= self.every_s:
-            self._shown = now
-            self._show(now)
-
-    def _line(self, now: float) -> str:
-        rate = self._done / max(now - self._started, 1e-9)
-        if self._total:
-            text = (f"{self._label}: {self._done}/{self._total} frames "
-                    f"({100 * self._done / self._total:.0f}%), {rate:.0f} frames/s")
-            left = max(self._total - self._done, 0) / rate if rate else 0
-            return text + f", {left:.0f} s left"
-        return f"{self._label}: {self._done} frames, {rate:.0f} frames/s"
-
-    def _show(self, now: float) -> None:
-        self._lines += 1
-        if self.terminal:
-            click.echo(f"\r{self._line(now)}\x1b[K", err=True, nl=False)
-        else:
-            click.echo(f"videvent: {self._line(now)}", err=True)
-
-    def finish(self) -> None:
-        # The last count, if progress was shown at all (a short run shows none).
-        if self.enabled and self._lines:
-            self._show(time.monotonic())
-            if self.terminal:
-                click.echo("", err=True)
-        self._started, self._lines = None, 0
 
 
 def _methods(_ctx, _param, value):
@@ -220,195 +161,6 @@ def check_output_names(out_dir: str | None, export_video: str | None, clips: boo
         hint = {"out_dir": "'-d' / '--output-dir'", "clip_template": "'--clip-template'",
                 "export_video": "'--export-video'"}[error.option]
         raise click.BadParameter(str(error), param_hint=hint) from None
-
-
-def check_display() -> None:
-    """``--show`` needs a window: without a display, say so before anything starts (OpenCV
-    would abort the process with a Qt plugin error once the session is under way)."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
-                                                 or os.environ.get("WAYLAND_DISPLAY")):
-        raise click.UsageError("--show needs a display (DISPLAY is not set); run without "
-                               "--show, or follow the session in report.html and the alerts")
-
-
-def _parsed(option: str, parse, value: str | None):
-    """A watch setting (the option, or its config file key) parsed before anything starts:
-    None when unset, a one-line usage error that names it when ``parse`` refuses it."""
-    if value is None:
-        return None
-    try:
-        return parse(value)
-    except ValueError as error:
-        raise click.UsageError(f"{option}: {error}") from None
-
-
-def _serve_address(value: str) -> tuple[str, int]:
-    """``[HOST:]PORT`` -> (host, port); the host is 127.0.0.1 unless one is given."""
-    host, _, port = value.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected [HOST:]PORT (PORT 0: any free port), got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-@cli.command(short_help="Watch cameras, streams or files live, with alerts and a dashboard.")
-@click.argument("sources", nargs=-1, metavar="[SOURCE]...")
-@click.option("-d", "--output-dir", "--out", "out_dir", type=click.Path(file_okay=False),
-              default=None, help="Result folder (default: videvent-watch-NAME-TIME).")
-@click.option("--realtime", is_flag=True, help="Play a file at its own pace (for demos).")
-@click.option("--json", "json_lines", is_flag=True,
-              help="One JSON line per event and camera change on stdout.")
-@click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
-@click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
-@click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
-              help="Give up after this many failed reconnections.")
-@click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
-@no_plot_option
-@click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
-@click.option("--name", "names", multiple=True, metavar="NAME",
-              help="Each SOURCE's name, in order (repeat it).")
-@watch_setting_options
-@run_options
-def watch(sources: tuple[str, ...], out_dir: str | None, realtime: bool, json_lines: bool,
-          show: bool, no_clips: bool, max_reconnects: int, max_frames: int | None,
-          no_plot: bool, quiet: bool,
-          names: tuple[str, ...],
-          on_event: str | None, webhook: str | None, serve: str | None,
-          serve_token: str | None, serve_token_file: str | None, serve_cert: str | None,
-          serve_key: str | None, mqtt: str | None, mqtt_ca: str | None, mqtt_prefix: str,
-          mqtt_discovery: str, **options) -> None:
-    """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
-    or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
-
-    Writes what `run` writes, as it goes, plus alerts.jsonl and a clip per event. Ctrl-C (or
-    SIGTERM) stops cleanly: the event under way is closed and every file is complete.
-    -dt/--duration (e.g. 10m, 1h30m or 00:10:00) and --max-frames stop it on their own.
-    --serve 8080 shows every camera, its score and its events on a live web page.
-    """
-    from ..alerts import check_webhook
-    from ..cameras import name_cameras, without_file_settings
-    from ..output.mqtt import check_prefix, parse_mqtt_address
-    from ..settings import load_cameras
-    from ..watching import DashboardConfig, MqttConfig, SetupError, WatchError, watch_all
-
-    # With one camera, regions drawn on the dashboard are saved to its (first) -R file, which
-    # the settings read and no longer name.
-    region_files = tuple(options.get("load_region") or ())
-    settings = settings_from(options)
-    if show:
-        check_display()
-    webhook = _parsed("--webhook", check_webhook, webhook)
-    served_at = _parsed("--serve", _serve_address, serve)
-    broker = _parsed("--mqtt", parse_mqtt_address, mqtt)
-    if mqtt_ca is not None and (broker is None or not broker.tls):
-        # Never the --mqtt value itself in the message: it may hold a password.
-        raise click.UsageError("--mqtt-ca is for a broker reached over TLS: give --mqtt "
-                               "mqtts://HOST[:PORT] with it, or leave --mqtt-ca out")
-    mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
-    mqtt_discovery = (None if mqtt_discovery.strip().lower() in NEVER
-                      else _parsed("--mqtt-discovery", check_prefix, mqtt_discovery))
-    meta = click.get_current_context().meta
-    config = meta.get(CONFIG_PATH)
-    try:
-        cameras = name_cameras(sources, settings,
-                               load_cameras(config, meta[CONFIG_OPTIONS]) if config else {},
-                               names)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
-    if not cameras:
-        raise click.UsageError("give a SOURCE, or a config file (-c) with [cameras.NAME] "
-                               "tables")
-    parent = meta.get(OUT_PARENT)
-    if out_dir is None and parent is not None:    # the user's config file's output-dir
-        from ..live import safe_name
-
-        dated = time.strftime("%Y%m%d-%H%M%S")
-        out_dir = os.path.join(parent, f"videvent-watch-{dated}" if len(cameras) > 1
-                               else f"videvent-watch-{safe_name(cameras[0].name)}-{dated}")
-    for index, camera in enumerate(cameras):
-        cameras[index], set_aside = without_file_settings(camera)
-        if set_aside:
-            # A warning, not an error: a config file shared by run and watch may set them.
-            one = len(set_aside) == 1
-            click.echo(f"videvent: warning: camera {camera.name}: {' and '.join(set_aside)} "
-                       f"{'is' if one else 'are'} for files; a stream or a camera is watched "
-                       f"from now, without {'it' if one else 'them'}", err=True)
-    dashboard = None if served_at is None else DashboardConfig(
-        *served_at, token=serve_token or (None if serve_token_file is not None
-                                          else os.environ.get(TOKEN_VARIABLE) or None),
-        token_file=serve_token_file, region_file=region_files[0] if region_files else None,
-        tls=None if serve_cert is None and serve_key is None else (serve_cert, serve_key))
-    try:
-        outcome = watch_all(
-            cameras, out_dir,
-            {"realtime": realtime, "max_reconnects": max_reconnects, "max_frames": max_frames,
-             "clips": not no_clips, "plot": not no_plot,
-             "alerts": {"json_lines": json_lines, "command": on_event, "webhook": webhook}},
-            show=show, dashboard=dashboard,
-            mqtt=None if broker is None else MqttConfig(broker, mqtt_prefix, mqtt_discovery,
-                                                        mqtt_ca),
-            report=_WatchSaid(quiet, several=len(cameras) > 1), stopping=_signalled,
-            stop_to=_stop_to)
-    except SetupError as error:
-        hint = {"token_file": "'--serve-token-file'", "tls": "'--serve-cert'",
-                "ca_file": "'--mqtt-ca'"}[error.setting]
-        raise click.BadParameter(str(error), param_hint=hint) from None
-    except SettingError as error:
-        raise click.UsageError(str(error)) from None
-    except WatchError as error:
-        raise BadInput(str(error)) from None
-    problem = None if outcome.error is None else BadInput(outcome.error)
-    if outcome.stuck:
-        # Everything is written, sent and closed by now: the process ends at once, past the
-        # interpreter's exit, which would abort tearing the blocked thread down.
-        if problem is not None:
-            problem.show()
-        _end_at_once(problem.exit_code if problem is not None else 0)
-    if problem is not None:
-        raise problem
-
-
-TOKEN_VARIABLE = "VIDEVENT_SERVE_TOKEN"
-
-
-class _WatchSaid:
-    """What a watch says, on stderr: with -q only its warnings and errors (and, with several
-    cameras, a camera's trouble: the others go on, so it is not the watch's closing error).
-    A single camera's status line is redrawn in place on a terminal."""
-
-    def __init__(self, quiet: bool, several: bool):
-        self.quiet, self.several = quiet, several
-        self.interactive = not quiet and not several and sys.stderr.isatty()
-
-    def warning(self, line: str) -> None:
-        click.echo(f"videvent: warning: {line}", err=True)
-
-    def trouble(self, line: str) -> None:
-        if self.several or not self.quiet:
-            click.echo(f"videvent: {line}", err=True)
-
-    def dashboard(self, address: str) -> None:
-        click.echo(f"dashboard: {address}", err=True)
-
-    def status(self, summary) -> None:
-        if self.interactive:
-            click.echo(f"\r{summary.frames} frames | latency {summary.latency_ms(0.5):.0f} ms "
-                       f"(p99 {summary.latency_ms(0.99):.0f}) | dropped {summary.dropped} | "
-                       f"events {summary.events}   ", err=True, nl=False)
-
-    def ended(self, line: str, summary) -> None:
-        if self.quiet:
-            return
-        if self.interactive and summary is not None:
-            click.echo("", err=True)     # below the status line
-        click.echo(line, err=True)
-
-
-def _stop_to(action):
-    """Route SIGINT and SIGTERM to ``action`` (off the handler: ``_on_signal``); returns what
-    puts the handlers before back."""
-    handlers = {number: signal.signal(number, _on_signal(action))
-                for number in (signal.SIGINT, signal.SIGTERM)}
-    return lambda: [signal.signal(number, handler) for number, handler in handlers.items()]
 
 
 @cli.command("export", short_help="Write the annotated video and event clips of a result.")
@@ -557,112 +309,6 @@ def print_summary(result) -> None:
                                                       if status == "corrupt" else "")
                                for status, count in sorted(problems.items())))
     click.echo(f"Results in {os.fspath(result.out_dir)}")
-
-
-class Stopped(BaseException):
-    """SIGINT or SIGTERM: unwinds like an error (every staging folder and temporary file is
-    removed on the way out) but is no Exception, so no ``except Exception`` swallows it."""
-
-    def __init__(self, signal_number: int):
-        super().__init__(signal_number)
-        self.signal_number = signal_number
-
-
-# A second signal this soon after the first is the clean-up's to ignore; later, the first was
-# lost (raised where native code swallows exceptions) and it stops the process again.
-CLEAN_UP_S = 5.0
-_first_signal_at: list[float] = []
-# Set by the first signal as well as raised, so that a loop that checks it (the wait for a
-# camera down at the start) ends even where the exception was swallowed; ``_stopped_by``
-# holds its number, for the stop sent again (``_unraisable``) and the error it turned into.
-_signalled = threading.Event()
-_stopped_by: list[int] = []
-# Set when main's work is over: a stop sent again after that has nothing left to stop.
-_finished = threading.Event()
-SEND_AGAIN_AFTER_S = 0.02
-
-
-def _stop(signal_number: int, _frame) -> None:
-    now = time.monotonic()
-    if _first_signal_at and now - _first_signal_at[0] < CLEAN_UP_S:
-        return                     # the clean-up of the first is under way: not cut short
-    _first_signal_at[:] = [now]
-    _stopped_by[:] = [signal_number]
-    _signalled.set()
-    raise Stopped(signal_number)
-
-
-def _unraisable(unraisable) -> None:
-    """A stop raised where Python cannot deliver it (a weakref callback or a destructor, such
-    as the import system's own, which a signal can land in while a command loads) is not
-    reported with a traceback: an alarm sends it again, a moment later, to land where it
-    unwinds. (An alarm, not a thread: starting one here could wait on a lock held below.)"""
-    if not isinstance(unraisable.exc_value, Stopped):
-        sys.__unraisablehook__(unraisable)
-        return
-    _first_signal_at.clear()       # the first was lost: this one is not its clean-up
-    signal.setitimer(signal.ITIMER_REAL, SEND_AGAIN_AFTER_S)
-
-
-def _send_again(_alarm: int, frame) -> None:
-    if _stopped_by and not _finished.is_set():
-        _stop(_stopped_by[0], frame)
-
-
-class _SignalRelay:
-    """Runs what a signal handler asks for on a thread of its own. A handler runs on the main
-    thread between two of its bytecodes, which can be inside an event's own lock then (in its
-    ``wait`` or ``set``): setting that event in the handler would wait for ever. The handler
-    only appends to a list and writes a byte to a pipe, which take no lock; this thread, woken
-    by the byte, does the rest. (``_stop`` sets ``_signalled`` itself: the main thread waits
-    on that event only under ``pause``'s handlers.)"""
-
-    def __init__(self):
-        self._asked: list = []
-        self._read, self._write = os.pipe()
-        threading.Thread(target=self._run, name="videvent-signal-relay", daemon=True).start()
-
-    def handler(self, action):
-        """A signal handler that has ``action()`` called on the relay's thread."""
-        def ask(_signal_number: int, _frame) -> None:
-            self._asked.append(action)
-            os.write(self._write, b"\0")
-        return ask
-
-    def _run(self) -> None:
-        while os.read(self._read, 1):
-            while self._asked:
-                self._asked.pop(0)()
-
-
-_relay: list[_SignalRelay] = []
-
-
-def _on_signal(action):
-    """A signal handler that calls ``action`` (an event's ``set``, a monitor's ``stop``) off
-    the handler (``_SignalRelay``). Called where the handler is installed, never in one: the
-    relay's thread is started on first use."""
-    if not _relay:
-        _relay.append(_SignalRelay())
-    return _relay[0].handler(action)
-
-
-def _exit(code: int) -> None:
-    """Exit with ``code``; at once if the stop came during a source's open (FFmpeg's open
-    cannot be interrupted, and the interpreter's exit under or just after its thread can
-    abort, hang or crash the process). Everything is written and closed by the time this is
-    called."""
-    sources = sys.modules.get("videvent.sources")   # not imported: no source was opened
-    if sources is not None and sources.open_abandoned():
-        _end_at_once(code)
-    sys.exit(code)
-
-
-def _end_at_once(code: int) -> None:
-    """End the process now, past the interpreter's exit, once stdout and stderr are out."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def _silence_native_logs() -> None:
