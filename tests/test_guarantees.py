@@ -954,7 +954,7 @@ def test_a_run_stopped_in_an_open_that_gives_up_just_after_ends_cleanly(tmp_path
 
 def test_a_signal_that_stops_the_wait_for_an_open_is_remembered(tmp_path):
     """What the command line's exit reads: a signal stopped the wait for an opening, so the
-    process ends without the interpreter's clean-up of it (``_cli.main._exit``)."""
+    process ends without the interpreter's clean-up of it (``_cli.signals._exit``)."""
     pipe = tmp_path / "camera.pipe"
     os.mkfifo(pipe)
 
@@ -1094,7 +1094,7 @@ command_line.main()
 # that event there waits for ever (a watch that Ctrl-C never ended, found under load).
 SIGNAL_IN_A_WAIT = """
 import os, signal, threading
-from videvent._cli import main as command_line
+from videvent._cli import signals as command_line
 
 event = threading.Event()
 signal.signal(signal.SIGINT, command_line._on_signal(event.set))

@@ -221,7 +221,7 @@ LAYERS = (
     ("videvent.passes", "videvent.reader", "videvent.session"),
     ("videvent.engine", "videvent.sinks", "videvent.alerts", "videvent.dashboard"),
     ("videvent.pipeline", "videvent.export", "videvent.live", "videvent.cameras",
-     "videvent.chunked", "videvent.batch"),
+     "videvent.watching", "videvent.chunked", "videvent.batch"),
     ("videvent._cli", "videvent.__main__", "videvent"),
 )
 
