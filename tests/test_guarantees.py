@@ -945,8 +945,9 @@ def test_a_run_stopped_in_an_open_that_gives_up_just_after_ends_cleanly(tmp_path
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2)                                   # well into the open
     process.send_signal(signal.SIGINT)
-    with open(pipe, "wb"):                          # the open now fails: no video came
-        pass
+    # A writer comes and goes, so the open fails (no video came). Opened read-write, which
+    # never waits for a reader: the run may have ended already on a slow machine.
+    os.close(os.open(pipe, os.O_RDWR))
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert stderr.strip() == "videvent: stopped by SIGINT; nothing half-written was left"
@@ -972,8 +973,7 @@ def test_a_signal_that_stops_the_wait_for_an_open_is_remembered(tmp_path):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
-        with open(pipe, "wb"):                      # let the abandoned open end
-            pass
+        os.close(os.open(pipe, os.O_RDWR))          # let the abandoned open end
         sources._abandoned.clear()
 
 
