@@ -297,12 +297,19 @@ def test_a_chunk_scored_again_from_the_chunk_before_gives_the_sequential_verdict
     assert result_files(tmp_path / "joined") == result_files(tmp_path / "sequential")
 
 
+class Discarded:
+    """A consumer of verdicts that keeps none."""
+
+    def add(self, frame, vector, verdict) -> None:
+        pass
+
+
 def test_chunk_boundaries_are_checked_frame_by_frame(long_clip, chunks_apart, monkeypatch):
     settings, chunks = chunks_apart
     shifted = copy.deepcopy(chunks)
     shifted[2].before[-1][2][0] += 1   # a pixel of the last frame before the third chunk
     with pytest.raises(BoundaryMismatch):
-        list(JoinedChunks(shifted, rescorer(long_clip, settings)))
+        JoinedChunks(shifted, rescorer(long_clip, settings)).run(Discarded())
 
     # A chunk scored again must begin with the chunk's own first frames. Whether a chunk is
     # scored again depends on the backgrounds its passes settled on, which differ from one
@@ -314,7 +321,7 @@ def test_chunk_boundaries_are_checked_frame_by_frame(long_clip, chunks_apart, mo
         spoiled.append(again.start)
         again.head[0][2][0] += 1
     with pytest.raises(BoundaryMismatch):
-        list(JoinedChunks(chunks, rescorer(long_clip, settings, shift_first_pixel)))
+        JoinedChunks(chunks, rescorer(long_clip, settings, shift_first_pixel)).run(Discarded())
     assert spoiled == [600]            # caught at the first chunk scored again
 
 

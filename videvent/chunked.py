@@ -33,7 +33,7 @@ from .detectors import FrameScore
 from .engine import Engine, one_blas_thread
 from .output.thumbnails import ThumbnailStyle
 from .passes import open_for, prepare_pass, source_regions
-from .session import FINGERPRINT_FRAMES
+from .session import FINGERPRINT_FRAMES, start_record
 from .settings import Settings
 from .sinks import thumbnail_style
 from .sources import Frame
@@ -242,24 +242,27 @@ def _same_frames(ours: list[tuple], theirs: list[tuple]) -> bool:
 
 
 class JoinedChunks:
-    """The chunks' verdicts in order, as the pass from the video's start gives them: iterate
-    for (frame, vector, verdict), as a session takes them.
+    """The chunks' verdicts in order, as the pass from the video's start gives them: ``run``
+    gives them to a consumer (a session) as ``Engine.run`` does.
 
     ``chunks``: the chunks' ``ChunkVerdicts`` in order (the first scored from the video's
     start). ``rescore(chunk, state)``: the chunk scored again going on from ``state``
-    (``score_chunk``). After the iteration, ``rescored`` lists the first frames of the chunks
-    scored again, and ``detector`` is the one whose start the result records (seed, start
-    reference): that of the last chunk whose pass began at the video's start (or the first).
+    (``score_chunk``). After ``run``, ``rescored`` lists the first frames of the chunks scored
+    again, and ``start`` is how the pass's start was judged (seed, start reference:
+    ``session.start_record``), as the last chunk whose pass began at the video's start (or the
+    first) ended it.
     """
 
     def __init__(self, chunks: Iterable[ChunkVerdicts],
                  rescore: Callable[[ChunkVerdicts, bytes], ChunkVerdicts]):
         self.chunks, self.rescore = chunks, rescore
         self.rescored: list[int] = []
-        self.detector = None
+        self.start: dict | None = None
         self._thumbnails: dict[int, bytes] = {}   # of the frames given, by index, in order
 
-    def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]:
+    def run(self, consumer, *, on_scored: Callable | None = None) -> None:
+        """Give ``consumer.add(frame, vector, verdict)`` every frame in order (a file's
+        chunks have no news for ``status``); ``on_scored(frame, verdict)`` is told of each."""
         before: ChunkVerdicts | None = None
         for chunk in self.chunks:
             if before is None:
@@ -267,9 +270,12 @@ class JoinedChunks:
             elif chunk.first > video_start:   # else its pass is the one from the start
                 chunk = self._checked(before, chunk)
             if before is None or chunk.first == video_start:
-                self.detector = pickle.loads(chunk.at_end)[0]
+                self.start = start_record(pickle.loads(chunk.at_end)[0])
             self._thumbnails.update(chunk.thumbnails)
-            yield from chunk.frames()
+            for frame, vector, verdict in chunk.frames():
+                if on_scored is not None:
+                    on_scored(frame, verdict)
+                consumer.add(frame, vector, verdict)
             before = chunk
 
     def thumbnail(self, index: int) -> bytes | None:

@@ -10,13 +10,11 @@ same pass).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable, Protocol
 
 import numpy as np
 
-from .detectors import FrameScore, SubspaceWindowDetector
 from .engine import Comparison, Engine
 from .output import ResultFolder, write_events
 from .choices import CLIP_MODES
@@ -29,17 +27,18 @@ from .segmenter import EventSegmenter
 from .session import RunResult, Session
 from .settings import Settings
 from .sinks import folder_sinks
-from .sources import Frame, FrameSource
+from .sources import FrameSource
 
 
 class ScoredElsewhere(Protocol):
-    """A pass's verdicts scored elsewhere: (frame, working vector or None, verdict) in order;
-    ``detector``, once they are all given, is the one whose start the result records;
-    ``thumbnail(index)``, the thumbnail of a frame made where it was scored (or None)."""
+    """A pass's verdicts scored elsewhere: ``run(consumer, on_scored=)`` gives them to the
+    consumer in order, as ``Engine.run`` does; ``start``, once they are all given, is how the
+    pass's start was judged (``session.start_record``); ``thumbnail(index)``, the thumbnail of
+    a frame made where it was scored (or None)."""
 
-    detector: SubspaceWindowDetector
+    start: dict | None
 
-    def __iter__(self) -> Iterator[tuple[Frame, np.ndarray | None, FrameScore]]: ...
+    def run(self, consumer, *, on_scored: Callable | None = None) -> None: ...
 
     def thumbnail(self, index: int) -> bytes | None: ...
 
@@ -73,17 +72,12 @@ def scan(source: FrameSource, settings: Settings, folder: Path | None = None, *,
     failed = True
     try:
         session.start()
-        if scored is None:
-            engine = Engine(run, explain=True if explain_all else settings.threshold_low,
-                            comparison=comparison)
-            engine.run(session, on_scored=None if progress is None else lambda *_: progress(1))
-        else:
-            for frame, vector, verdict in scored:
-                session.add(frame, vector, verdict)
-                if progress is not None:
-                    progress(1)
-            run.detector = scored.detector    # whose start the result records
-        session.finish()
+        # The engine scores the frames into the session, or a long video's chunks, scored
+        # elsewhere, give it their verdicts in order: the same consumer either way.
+        feeder = scored or Engine(run, explain=True if explain_all else run.levels.threshold_low,
+                                  comparison=comparison)
+        feeder.run(session, on_scored=None if progress is None else lambda *_: progress(1))
+        session.finish(start=None if scored is None else scored.start)
         failed = session.frames_read == 0
     finally:
         session.close(failed=failed)

@@ -194,6 +194,14 @@ class OutageEvent(Event):
         return {**super().to_dict(), "video_s": self.video_s}
 
 
+def start_record(detector) -> dict:
+    """How a pass's start was judged, as the result records it: the frames that seeded the
+    model or the start's reference, and where the reference took over."""
+    return {"absorb_after_frames": detector.static_after, "seed_frames": detector.seeded_,
+            "start_reference_frames": detector.start_reference_frames_,
+            "start_reference_adopted_frame": detector.start_reference_adopted_}
+
+
 class Session:
     """Every scored frame goes through ``add``; ``finish`` ends the session.
 
@@ -248,6 +256,7 @@ class Session:
         self._evidence: dict[int, EventEvidence] = {}
         self._flagged: deque[tuple[int, bool, bool]] = deque(maxlen=FLAGGED_FRAMES)
         self._region_blocks: RegionBlocks | None = None
+        self._start_record: dict | None = None   # ``finish``'s: how the start was judged
         source = run.source
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
                                 source.height, run.levels.threshold, run.settings)
@@ -286,9 +295,12 @@ class Session:
         return any(start < event.end_time_s and (end is None or end > event.start_time_s)
                    for start, end in self._outages)
 
-    def finish(self) -> None:
+    def finish(self, start: dict | None = None) -> None:
         """Decide every frame still pending and complete the open events (and, live, write
-        the final summary document)."""
+        the final summary document). ``start``: how the pass's start was judged
+        (``start_record``) when the frames were scored elsewhere (a long video's chunks),
+        else the pass's own detector says it."""
+        self._start_record = start
         self._decided(self.segmenter.finish())
         if self.writer is not None:
             self._guarded(self.writer.path, self.writer.flush)
@@ -462,10 +474,7 @@ class Session:
             "fps_assumed": source.fps_assumed,
             "frame_count": source.frame_count, "width": source.width, "height": source.height,
             "working_width": width, "working_height": height, "first_frame": run.start,
-            "absorb_after_frames": run.detector.static_after,
-            "seed_frames": run.detector.seeded_,
-            "start_reference_frames": run.detector.start_reference_frames_,
-            "start_reference_adopted_frame": run.detector.start_reference_adopted_,
+            **(self._start_record or start_record(run.detector)),
             "fingerprint": list(self.source_fingerprint),
         }
         if self.live:
