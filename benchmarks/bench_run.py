@@ -220,8 +220,8 @@ def update_against_svd(clip: Path, steps: int = 200) -> tuple[float, float]:
         parameters = {**detector_parameters(Settings(), FPS), "stride": 1, "warmup": 1,
                       "static_after": None, "refit_every": 1}
         detector = SubspaceWindowDetector((height, width), **parameters)
-        for x in frames[:100]:
-            detector.model.learn_one(x)
+        for slot, x in enumerate(frames[:100]):          # the window filling, slot by slot
+            detector.model.learn_one(x, slot)
         start = time.perf_counter()
         for x in frames[100:]:
             detector.process_frame(0, 0.0, x)
