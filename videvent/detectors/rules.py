@@ -136,7 +136,7 @@ class SettledLight:
         if (judge.light.settled_for_ == judge.settle_frames
                 and self._light_changed_scene(frame.look.z, judge)):
             since = judge.last_frames(judge.settle_frames, frame.x)
-            if len(since) > judge.model.rank + 1:
+            if len(since) >= judge.rebuild_min:
                 judge.relook(frame, since)
 
     @staticmethod

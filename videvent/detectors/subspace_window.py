@@ -104,11 +104,13 @@ class SceneJudge:
         # fast it still moves (``settle_frames`` back).
         self.recent = RecentFrames(max(min(window, max(static_after or 0, MIN_SAMPLES)),
                                        settle_frames))
+        # The fewest frames a rebuild starts from: more than span the subspace.
+        self.rebuild_min = self.model.rank + 2
         # A picture coming out of a lasting darkness settles as a switched light does, and its
-        # still frames (enough to span the model) are what the model is rebuilt from.
+        # still frames (enough to rebuild from) are what the model is rebuilt from.
         self.dark = None if "darkness" in off else DarkScene(
             self.frame_shape, self.model.grid, static_after=static_after,
-            settle_after=max(settle_frames, self.model.rank + 2))
+            settle_after=max(settle_frames, self.rebuild_min))
         self.ghosts = Ghosts(self.model.grid, hot=hot, settle_frames=settle_frames)
         self.light = LightSwitch(
             scale=LIGHT_INVARIANT_BRIGHTNESS_SCALE if light_invariant else BRIGHTNESS_SCALE,
@@ -238,7 +240,7 @@ class SceneJudge:
             nearer_revealed = (block_change_up_to_gain(picture, revealed, self.model.grid)[blocks]
                                < block_change_up_to_gain(picture, ghost, self.model.grid)[blocks])
             (kept if nearer_revealed.mean() > 0.5 else gone).append(x)
-        if len(kept) <= self.model.rank + 1:
+        if len(kept) < self.rebuild_min:
             return None
         self._reset(kept, pinned)
         if any(self._ghost_margin(x)[0] >= GHOST_MARGIN for x in gone):
