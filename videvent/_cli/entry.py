@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from .stopped import stopped_line
+from .signals import stopped_line
 
 
 def _stopped_early(signal_number: int, _frame) -> None:

@@ -24,9 +24,8 @@ from .batch import batch_command
 from .options import (OUT_PARENT, BadInput, GroupedCommand, bad_input, no_plot_option,
                       run_options, settings_from)
 from .progress import Progress
-from .signals import (Stopped, _exit, _finished, _send_again, _stop, _stopped_by,
-                      _unraisable)
-from .stopped import stopped_line
+from .signals import (Stopped, _exit, _finished, _send_again, _stop, _stopped_by, _unraisable,
+                      stopped_line)
 from .watch import watch_command
 
 

@@ -11,6 +11,12 @@ import threading
 import time
 
 
+def stopped_line(signal_number: int) -> str:
+    """What a command stopped by a signal says, early (``entry``) or late."""
+    return (f"videvent: stopped by {signal.Signals(signal_number).name}; nothing half-written "
+            "was left")
+
+
 class Stopped(BaseException):
     """SIGINT or SIGTERM: unwinds like an error (every staging folder and temporary file is
     removed on the way out) but is no Exception, so no ``except Exception`` swallows it."""
