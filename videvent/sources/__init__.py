@@ -33,7 +33,7 @@ __all__ = ["BACKENDS", "Frame", "FrameSource", "SourceError", "is_live_spec", "o
 
 # The thread a source is opened on (``open_source``), which the command line looks for at exit.
 OPENING_THREAD = "videvent-open"
-_abandoned: list[threading.Thread] = []   # openings whose wait a signal stopped
+_abandoned = threading.Event()   # set once a signal stopped the wait for an opening
 URL_SCHEMES = frozenset({"http", "https", "rtmp", "rtmps", "rtsp", "rtsps", "tcp", "udp"})
 _GLOB_CHARS = re.compile(r"[*?[]")
 
@@ -70,7 +70,7 @@ def open_source(spec: str | int | os.PathLike, *, colour: bool = False, backend:
         while thread.is_alive():
             thread.join(0.1)             # the main thread stays in Python: signals reach it
     except BaseException:
-        _abandoned.append(thread)
+        _abandoned.set()
         raise
     if "error" in outcome:
         raise outcome["error"]
@@ -81,7 +81,7 @@ def open_abandoned() -> bool:
     """Whether a signal ever stopped the wait for an opening: the process should then end
     without the interpreter's clean-up, which can tear the opening's native objects down
     (FFmpeg's) while it is still inside them, or just after it gave up."""
-    return bool(_abandoned)
+    return _abandoned.is_set()
 
 
 def is_live_spec(spec: str | int | os.PathLike) -> bool:
