@@ -325,6 +325,15 @@ def _watch_one(camera, out_dir, options, server, sinks, show, report, stopping, 
     return None
 
 
+def _how_it_ended(watch) -> str:
+    """A camera's watch (``cameras.CameraWatch``) that ended, in words."""
+    if watch.summary is not None:
+        return summary_line(watch.summary, watch.monitor.out_dir)
+    if not watch.error:
+        return "stopped before it could be opened"
+    return "could not be opened" if watch.monitor is None else "failed"
+
+
 def _stop_when(stopping: threading.Event, done: threading.Event, stop) -> None:
     """``stop()`` once ``stopping`` is set, unless ``done`` comes first."""
     while not done.wait(0.2):
@@ -347,11 +356,7 @@ def _watch_several(cameras, out_dir, options, server, sinks_of, report, stopping
     folders += [(watch.camera.name, watch.monitor.out_dir) for watch in watches
                 if watch.monitor is not None]
     for watch in watches:
-        report.ended(f"camera {watch.camera.name}: "
-                     + (summary_line(watch.summary, watch.monitor.out_dir)
-                        if watch.summary is not None else "stopped before it could be opened"
-                        if not watch.error else "could not be opened" if watch.monitor is None
-                        else "failed"), watch.summary)
+        report.ended(f"camera {watch.camera.name}: {_how_it_ended(watch)}", watch.summary)
     failed = [watch for watch in watches if watch.error]
     error = ("; ".join(f"camera {watch.camera.name} {watch.error}" for watch in failed)
              if failed else None)
