@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -292,6 +293,38 @@ def test_the_settings_are_turned_into_numbers_in_one_place():
     assert readers <= {"videvent.passes", "videvent.sinks"}, readers
 
 
+
+def test_the_settings_of_a_run_go_down_a_short_path_and_never_back_up(tmp_path):
+    """Follows the ``Settings`` object of a real ``detect`` call: the files whose functions
+    receive it, and the calls that climb back into a file already up the call chain (a pass
+    prepared, then a sink asking the front end again). Issue 53: at most 8 files, 2 climbs."""
+    import videvent
+    from videvent.settings import Settings
+
+    settings = Settings()
+    chain: list[tuple[object, str]] = []         # the frames holding it, and their files
+    files: list[str] = []
+    climbs: list[str] = []
+    package = str(Path(videvent.__file__).parent)
+
+    def follow(frame, event, _arg):
+        name = frame.f_code.co_filename
+        if (event == "call" and name.startswith(package)
+                and any(value is settings for value in frame.f_locals.values())):
+            if name in [held for _, held in chain[:-1]] and name != chain[-1][1]:
+                climbs.append(f"{frame.f_code.co_name} in {name}")
+            files.extend([] if name in files else [name])
+            chain.append((frame, name))
+        elif event == "return" and chain and frame is chain[-1][0]:
+            chain.pop()
+
+    sys.setprofile(follow)
+    try:
+        videvent.detect(ROOT / "sample_videos" / "person_visit.mp4", settings,
+                        out_dir=tmp_path / "result", plot=False)
+    finally:
+        sys.setprofile(None)
+    assert 3 <= len(files) <= 8 and len(climbs) <= 2, (files, climbs)
 def test_the_maths_imports_numpy_and_scipy_only():
     """``videvent/rpca/`` is usable alone: besides its own modules, the standard library,
     numpy and scipy, it imports nothing (not even the rest of videvent)."""
