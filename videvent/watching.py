@@ -195,7 +195,7 @@ def watch_all(cameras: list[Camera], out_dir=None, options: dict | None = None, 
                 index = sinks[0].camera.index
                 media_url = lambda number, kind: server.media_url(index, number, kind)  # noqa: E731
             sinks.append(MqttSink(publisher, camera.name, discovery_prefix=mqtt.discovery_prefix,
-                                  media_url=media_url))
+                                  media_url=media_url, alert_filter=camera.alert_filter))
         return sinks
 
     outcome = WatchOutcome()

@@ -69,7 +69,7 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
                   serve_token: str | None, serve_token_file: str | None,
                   serve_cert: str | None, serve_key: str | None, mqtt: str | None,
                   mqtt_ca: str | None, mqtt_prefix: str, mqtt_discovery: str,
-                  **options) -> None:
+                  alert_on: str | None, alert_regions: str | None, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -105,7 +105,7 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
     try:
         cameras = name_cameras(sources, settings,
                                load_cameras(config, meta[CONFIG_OPTIONS]) if config else {},
-                               names)
+                               names, {"alert_on": alert_on, "alert_regions": alert_regions})
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     if not cameras:
