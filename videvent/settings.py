@@ -229,6 +229,8 @@ WATCH_SPECS: dict[str, Spec] = {
     "serve_cert": Spec("text", "HTTPS certificate chain (PEM; with --serve-key).", optional=True, metavar="FILE"),
     "serve_key": Spec("text", "The private key of --serve-cert (PEM).", optional=True,
                       metavar="FILE"),
+    "serve_health": Spec("choice", "Who may ask the dashboard's /healthz without the token: "
+                         "'local' (this machine) or 'anyone'.", choices=("local", "anyone")),
     "mqtt": Spec("text", "Publish to this MQTT broker (password: VIDEVENT_MQTT_PASSWORD).", optional=True,
                  metavar="[mqtts://][USER[:PASSWORD]@]HOST[:PORT]"),
     "mqtt_ca": Spec("text", "CA file (PEM) for an mqtts:// broker's certificate.",
@@ -236,7 +238,8 @@ WATCH_SPECS: dict[str, Spec] = {
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
     "mqtt_discovery": Spec("text", "Home Assistant discovery prefix ('off': none).", metavar="PREFIX"),
 }
-WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent",
+WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "serve_health": "local",
+                                  "mqtt_prefix": "videvent",
                                   "mqtt_discovery": "homeassistant"}
 # Which events a camera's alerts are about (every channel: hook, webhook, MQTT, --json): the
 # whole watch's on the command line or at the top of a config file, a camera's own in its table.

@@ -48,7 +48,7 @@ def default_config_path() -> Path | None:
 # option's parameter name, in the group its help is shown in (any command's; an option in no
 # group would be shown under "Other options", which a test forbids).
 HELP_GROUPS: dict[str, tuple[str, ...]] = {
-    "Options": ("help", "config", "quiet"),
+    "Options": ("help", "config", "quiet", "log_format"),
     "Input": ("start_time", "end_time", "duration", "max_frames", "fps", "realtime",
               "max_reconnects", "names", "scheduler", "workers", "chunk_minutes"),
     "Output": ("out", "out_dir", "export_video", "video", "video_path", "clips", "no_clips",
@@ -59,7 +59,8 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "Regions": ("add_region", "load_region", "ignore_region", "mask"),
     "Alerts and MQTT": ("alert_on", "alert_regions", "on_event", "webhook", "mqtt", "mqtt_ca",
                         "mqtt_prefix", "mqtt_discovery"),
-    "Dashboard": ("serve", "serve_token", "serve_token_file", "serve_cert", "serve_key"),
+    "Dashboard": ("serve", "serve_token", "serve_token_file", "serve_cert", "serve_key",
+                  "serve_health"),
     "Detector (expert)": ("method", "rank", "window", "background_span", "projection_dim",
                           "inlier_fraction", "blocks", "working_size", "downscale_factor",
                           "colour", "light_invariant", "seed", "start_reference", "refit_every",

@@ -295,6 +295,12 @@ class MqttPublisher:
     def connected(self) -> bool:
         return self._connected
 
+    @property
+    def waiting(self) -> int:
+        """Event messages not yet acknowledged by the broker: queued, or sent and unanswered."""
+        with self._wake:
+            return len(self._queue) + sum(is_event for *_, is_event in self._in_flight.values())
+
     def publish(self, topic: str, payload: Payload, *, retain: bool = False,
                 ordered: bool = False, camera: str | None = None) -> None:
         """Queue a message (``payload`` may be a function making it, called on the sending
