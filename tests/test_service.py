@@ -16,11 +16,13 @@ import urllib.request
 import pytest
 
 from conftest import ROOT, run_cli, sample
-from test_watch import server  # noqa: F401
+from test_mqtt import broker, needs_broker  # noqa: F401
+from test_watch import FFMPEG, server  # noqa: F401
 from test_watch_dashboard import ServedWatch
 from videvent import __version__
 
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
+needs_ffmpeg = pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed")
 UNIT = ROOT / "contrib" / "videvent.service"
 EXAMPLE_CONFIG = ROOT / "contrib" / "cameras.toml"
 
@@ -42,6 +44,7 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
             for sample in family.samples}
 
 
+@needs_ffmpeg
 def test_metrics_parse_and_healthz_goes_unhealthy_within_10_s_of_the_camera_going_away(
         tmp_path, server):  # noqa: F811 - the fixture
     stream = server(loop=True)
@@ -82,6 +85,34 @@ def test_metrics_parse_and_healthz_goes_unhealthy_within_10_s_of_the_camera_goin
         assert camera["up"] is False
         assert samples(get(base + "metrics")[1])[("videvent_camera_up",
                                                   (("camera", "door"),))] == 0
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+    assert watch.finish() == 0
+
+
+@needs_ffmpeg
+@needs_broker
+def test_metrics_count_the_mqtt_queue_of_a_watch_that_publishes(tmp_path, server,  # noqa: F811
+                                                                broker):  # noqa: F811
+    broker.start()
+    stream = server(loop=True)
+    watch = ServedWatch([stream.url], tmp_path / "live", "--serve", "127.0.0.1:0",
+                        "--mqtt", f"127.0.0.1:{broker.port}", "--name", "door")
+    try:
+        base = watch.dashboard_url()
+        deadline = time.monotonic() + 30
+        while True:
+            found = samples(get(base + "metrics")[1])
+            if found.get(("videvent_mqtt_connected", ())) == 1:
+                break
+            assert time.monotonic() < deadline, found
+            time.sleep(0.3)
+        assert found[("videvent_mqtt_queue_length", ())] >= 0
+        broker.stop()                                  # the broker goes: no longer connected
+        deadline = time.monotonic() + 30
+        while samples(get(base + "metrics")[1]).get(("videvent_mqtt_connected", ())) != 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
     finally:
         watch.process.send_signal(signal.SIGINT)
     assert watch.finish() == 0
