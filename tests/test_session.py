@@ -168,7 +168,7 @@ def test_a_reader_hands_on_the_producers_error():
 
 def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
     from videvent._cli.main import cli
-    from videvent.settings import SPECS, WATCH_SPECS, option_name
+    from videvent.settings import ALERT_SPECS, SPECS, WATCH_SPECS, option_name
 
     run_command = cli.commands["run"]
     options = {name for param in run_command.params for name in getattr(param, "opts", ())}
@@ -181,7 +181,7 @@ def test_every_setting_is_declared_once_and_reachable_everywhere(tmp_path):
     watch_command = cli.commands["watch"]
     watch_options = {name for param in watch_command.params
                      for name in getattr(param, "opts", ())}
-    for name in WATCH_SPECS:
+    for name in [*WATCH_SPECS, *ALERT_SPECS]:
         assert f"--{option_name(name)}" in watch_options, name
         assert f"--{option_name(name)}" in documented, name
         assert f"`{option_name(name)}`" in documented, name

@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .kinds import AlertFilter, AlertGate
 from .output.sink import Sink
 from .timecode import format_timecode
 
@@ -200,15 +201,17 @@ class AlertSink(Sink):
     once a change and naming the camera. ``clip_of(n)``: the path of event n's clip, if one
     is written; ``camera``: the camera's name, given in every alert (a watch of several
     cameras); ``name``: the camera's name in ``camera_down``/``camera_up`` (default:
-    ``camera``)."""
+    ``camera``). ``alert_filter``: the events alerted (``videvent.kinds.AlertGate`` says when
+    an event's alerts begin and end); the session's and the camera's news always are."""
 
     def __init__(self, receivers: AlertSinks, clip_of=None, camera: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, alert_filter: AlertFilter | None = None):
         self.receivers, self.clip_of = receivers, clip_of
         self._named = {} if camera is None else {"camera": camera}
         self.name = name if name is not None else camera
+        self._gate = AlertGate(alert_filter)
         self._open: dict | None = None
-        self._kind: str | None = None              # the open event's kind so far
+        self._event = None                         # the open event, as it stands so far
         self._down_since: float | None = None      # monotonic time it went down, while down
 
     def send(self, alert_type: str, /, **fields) -> None:
@@ -220,35 +223,58 @@ class AlertSink(Sink):
         self.send("session_start", source=info.uri, fps=info.fps)
 
     def on_event_start(self, event) -> None:
-        self._kind = event.kind
+        self._event = event
 
     def on_event_update(self, event) -> None:
-        self._kind = event.kind
+        self._event = event
 
     def on_frame(self, frame, score, event_number) -> None:
         if event_number is None:
             return
-        current, time_s = self._open, score.time_s
+        current, time_s, event = self._open, score.time_s, self._event
         if current is None or current["event"] != event_number:
-            self._open = {"event": event_number, "start_time_s": time_s,
-                          "peak_score": score.score, "last_update": time_s}
-            clip = self.clip_of(event_number) if self.clip_of else None
-            self.send("start", event=event_number, frame=score.index, time_s=round(time_s, 3),
-                      timecode=format_timecode(time_s), score=round(score.score, 3),
-                      kind=self._kind,
-                      clip=None if clip is None else os.path.abspath(clip))
+            current = self._open = {"event": event_number, "start_time_s": time_s,
+                                    "peak_score": score.score, "last_update": time_s,
+                                    "begun": False}
+        else:
+            current["peak_score"] = max(current["peak_score"], score.score)
+        if event is None or event.number != event_number:
             return
-        current["peak_score"] = max(current["peak_score"], score.score)
+        if not current["begun"]:
+            # Its alerts begin once what it is so far passes the filter (at once without one).
+            if self._gate.open(event) == "start":
+                current["begun"], current["last_update"] = True, time_s
+                self._send_start(event, score.index, time_s, score.score)
+            return
         if time_s - current["last_update"] >= UPDATE_EVERY_S:
             current["last_update"] = time_s
             self.send("update", event=event_number, frame=score.index, time_s=round(time_s, 3),
                       timecode=format_timecode(time_s), score=round(score.score, 3),
-                      peak_score=round(current["peak_score"], 3), kind=self._kind,
-                      duration_s=round(time_s - current["start_time_s"], 3))
+                      peak_score=round(current["peak_score"], 3),
+                      duration_s=round(time_s - current["start_time_s"], 3),
+                      **self._place(event))
+
+    @staticmethod
+    def _place(event) -> dict:
+        """What and where the event is so far: its kind, box and regions."""
+        return {"kind": event.kind, "box": event.box, "regions": list(event.regions or ())}
+
+    def _send_start(self, event, frame: int, time_s: float, score: float) -> None:
+        clip = self.clip_of(event.number) if self.clip_of else None
+        self.send("start", event=event.number, frame=frame, time_s=round(time_s, 3),
+                  timecode=format_timecode(time_s), score=round(score, 3), **self._place(event),
+                  clip=None if clip is None else os.path.abspath(clip))
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         if self._open is not None and self._open["event"] == event.number:
             self._open = None
+        if self._event is not None and self._event.number == event.number:
+            self._event = None
+        said = self._gate.end(event)
+        if said is None:
+            return                                 # never passed the filter: no alert
+        if said == "start and end":                # passed only now (its kind read at the end)
+            self._send_start(event, event.start_frame, event.start_time_s, event.peak_score)
         # Rounded as the other alerts are: a receiver is shown 5.2 s, not 5.199999999999999.
         fields = {key: round(value, 3) if isinstance(value, float) else value
                   for key, value in event.to_dict().items() if key != "number"}

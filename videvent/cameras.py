@@ -11,29 +11,41 @@ reconnects on its own. The cameras come from the command line
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from .alerts import AlertSink, AlertSinks
+from .kinds import AlertFilter
 from .live import LiveMonitor, SessionSummary, safe_name
-from .settings import (CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME, SettingError,
-                       Settings, shown_camera_name)
+from .settings import (ALERT_SPECS, CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME,
+                       SettingError, Settings, shown_camera_name)
 from .sources import SourceError
 from .sources.live import Backoff
 
 
 @dataclass
 class Camera:
-    """One camera of a watch: its name (and result folder's), its source and settings."""
+    """One camera of a watch: its name (and result folder's), its source and settings, and
+    which of its events its alerts are about (``alert_filter``)."""
 
     name: str
     source: str | int
     settings: Settings
+    alert_filter: AlertFilter = field(default_factory=AlertFilter)
+
+
+def camera_alert_filter(settings: Settings, alerts: dict) -> AlertFilter:
+    """The filter of ``alerts`` (``alert_on``, ``alert_regions``: the options' texts, or None)
+    for a camera watching ``settings``' regions: ValueError (one line) for a kind that is
+    none, or a region it does not have."""
+    return AlertFilter.of(alerts.get("alert_on"), alerts.get("alert_regions"),
+                          len(settings.add_region))
 
 
 def source_camera_name(source: str | int) -> str:
@@ -50,11 +62,13 @@ def source_camera_name(source: str | int) -> str:
 
 def name_cameras(sources: tuple[str, ...], settings: Settings,
                  configured: dict[str, tuple[str | int, dict]],
-                 names: tuple[str, ...] = ()) -> list[Camera]:
+                 names: tuple[str, ...] = (), alerts: dict | None = None) -> list[Camera]:
     """The cameras of a watch: the config file's (their own settings over the global ones),
     then the command line's, the first of them named by ``names`` (``--name``, in order), the
-    rest after their source, made unique with -2, -3... ValueError (one line) for more names
-    than sources, a name that cannot name a folder, or two cameras given the same name."""
+    rest after their source, made unique with -2, -3... ``alerts``: the whole watch's
+    ``alert_on`` and ``alert_regions`` (a camera's own in the file win). ValueError (one
+    line) for more names than sources, a name that cannot name a folder, two cameras given
+    the same name, or an alert filter naming a kind or a region that is none."""
     if len(names) > len(sources):
         raise ValueError(f"{len(names)} --name for {len(sources)} source(s) on the command "
                          "line: one name per source, in order")
@@ -76,15 +90,18 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
         taken.add(candidate)
         return candidate
 
+    alerts = {key: value for key, value in (alerts or {}).items() if value is not None}
     for name, (source, values) in configured.items():
+        own_alerts = {**alerts, **{key: values[key] for key in ALERT_SPECS if key in values}}
         try:
-            own = settings.replace(**values)
+            own = settings.replace(**{key: value for key, value in values.items()
+                                      if key not in ALERT_SPECS})
+            cameras.append(Camera(name, source, own, camera_alert_filter(own, own_alerts)))
         except ValueError as error:
             raise ValueError(f"camera '{name}': {error}") from None
-        cameras.append(Camera(name, source, own))
     for index, source in enumerate(sources):
         name = names[index] if index < len(names) else unique(source_camera_name(source))
-        cameras.append(Camera(name, source, settings))
+        cameras.append(Camera(name, source, settings, camera_alert_filter(settings, alerts)))
     return cameras
 
 
@@ -108,8 +125,8 @@ def without_file_settings(camera: Camera) -> tuple[Camera, list[str]]:
         return camera, []
     options = [f"{SPECS[name].short}/" * bool(SPECS[name].short)
                + f"--{name.replace('_', '-')}" for name in given]
-    return Camera(camera.name, camera.source,
-                  camera.settings.replace(**{name: DEFAULTS[name] for name in given})), options
+    return dataclasses.replace(camera, settings=camera.settings.replace(
+        **{name: DEFAULTS[name] for name in given})), options
 
 
 class CameraNotOpened(ValueError):
@@ -137,7 +154,8 @@ def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: 
 
     options = dict(options)
     alerts = AlertSink(AlertSinks(None, **(options.pop("alerts", None) or {})),
-                       camera=options.pop("camera", None), name=camera.name)
+                       camera=options.pop("camera", None), name=camera.name,
+                       alert_filter=camera.alert_filter)
     backoff, failures, limit = Backoff(), 0, options.get("max_reconnects")
     try:
         while not stopping.is_set():

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MOVED, APPEARED, LEFT, LIGHT, SCENE, DARKNESS = (
-    "moved", "appeared", "left", "light", "scene", "darkness")
-KINDS = (MOVED, APPEARED, LEFT, LIGHT, SCENE, DARKNESS)
+from .choices import KINDS, parse_kinds
+from .regions import parse_region_names
+
+MOVED, APPEARED, LEFT, LIGHT, SCENE, DARKNESS = KINDS
 
 
 def event_kind(evidence: Counter, *, rebuilt: bool = False, lasting: bool = False,
@@ -136,3 +137,69 @@ class RegionBlocks:
         covered = np.zeros(shape, bool)
         covered[ys * shape[0] // height, xs * shape[1] // width] = True
         return covered
+
+
+# -- which events are alerted ------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlertFilter:
+    """Which events are alerted: those of ``kinds`` (None: any kind) that touched one of
+    ``regions`` (named as events name them, ``region 1``...; None: anywhere). Events are
+    recorded whatever it says; only alerts are filtered."""
+
+    kinds: frozenset[str] | None = None
+    regions: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, kinds: str | None, regions: str | None,
+           region_count: int | None = None) -> "AlertFilter":
+        """From the options' texts (``--alert-on``, ``--alert-regions``); ValueError (one
+        line, naming the option) for a kind or region that is none."""
+        try:
+            wanted_kinds = None if kinds is None else parse_kinds(kinds)
+        except ValueError as error:
+            raise ValueError(f"--alert-on: {error}") from None
+        try:
+            wanted_regions = None if regions is None else parse_region_names(regions,
+                                                                             region_count)
+        except ValueError as error:
+            raise ValueError(f"--alert-regions: {error}") from None
+        return cls(wanted_kinds, wanted_regions)
+
+    def __bool__(self) -> bool:
+        return self.kinds is not None or self.regions is not None
+
+    def passes(self, event) -> bool:
+        """Whether ``event`` (its kind and regions so far, while it is open) is one to alert."""
+        return ((self.kinds is None or event.kind in self.kinds)
+                and (self.regions is None or bool(self.regions & set(event.regions or ()))))
+
+
+class AlertGate:
+    """One alert channel's view of an ``AlertFilter`` over its events' lives. An event's kind
+    and regions are known for sure only at its end; its alerts begin (``start``) as soon as
+    what it is so far passes the filter, and once begun go on to its ``end``, whatever it
+    turns out to be, so that every start has its end (a motion sensor turned on is always
+    turned off). An event that passes only at its end (``appeared`` is read at the end) gets
+    its start and its end then; one that never passes gets nothing."""
+
+    def __init__(self, alert_filter: AlertFilter | None = None):
+        self.filter = alert_filter or AlertFilter()
+        self._begun: set[int] = set()    # the open events whose alerts have begun
+
+    def open(self, event) -> str | None:
+        """For an open event, as it stands: ``"start"`` when its alerts begin now,
+        ``"update"`` when they began before, None while it does not pass."""
+        if event.number in self._begun:
+            return "update"
+        if self.filter.passes(event):
+            self._begun.add(event.number)
+            return "start"
+        return None
+
+    def end(self, event) -> str | None:
+        """For an event that ended: ``"end"`` when its alerts had begun, ``"start and end"``
+        when it passes only now, None when it never passed."""
+        if event.number in self._begun:
+            self._begun.discard(event.number)
+            return "end"
+        return "start and end" if self.filter.passes(event) else None

@@ -25,6 +25,7 @@ import numpy as np
 from .alerts import AlertSink, AlertSinks, check_webhook
 from .output.annotate import Overlay
 from .engine import Engine
+from .kinds import AlertFilter
 from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.names import PLOT_NAME, REPORT_NAME
@@ -141,11 +142,12 @@ class LiveMonitor:
                  show: bool = False, status=None, sinks: list[Sink] = (),
                  colour_pictures: bool = False,
                  camera: str | None = None, name: str | None = None,
-                 alert_sink: AlertSink | None = None):
+                 alert_sink: AlertSink | None = None, alert_filter: AlertFilter | None = None):
         """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
         camera's name, which names its folder, files and report (default: the source's).
-        ``alert_sink``: the camera's alerts, made before it opened (``alerts`` and ``camera``
-        are then its), logged into this session's folder from now on."""
+        ``alert_sink``: the camera's alerts, made before it opened (``alerts``, ``camera``
+        and ``alert_filter`` are then its), logged into this session's folder from now on.
+        ``alert_filter``: the events alerted (all are recorded)."""
         _check_options(alerts, max_frames, max_reconnects)   # before anything is opened
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
@@ -192,7 +194,7 @@ class LiveMonitor:
                              f"{error.strerror or error}") from None
         if alert_sink is None:
             alert_sink = AlertSink(AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {})),
-                                   camera=camera, name=name)
+                                   camera=camera, name=name, alert_filter=alert_filter)
         else:
             alert_sink.receivers.log_to(self.out_dir / "alerts.jsonl")
         self._alert_sink = alert_sink
@@ -303,16 +305,20 @@ def watch(source, settings: Settings | None = None, *,
           out_dir: str | os.PathLike | None = None, sinks: list[Sink] = (),
           realtime: bool = False, max_frames: int | None = None,
           max_reconnects: int | None = 10, clips: bool = True, plot: bool = True,
-          alerts: dict | None = None) -> SessionSummary:
+          alerts: dict | None = None, alert_filter: AlertFilter | None = None
+          ) -> SessionSummary:
     """Watch ``source`` (a camera number, a stream URL or a file) until it ends, the range
     (``settings.duration``) or ``max_frames`` is reached, or the process is interrupted;
     results go into ``out_dir`` as the session goes, and ``sinks`` (``videvent.session.Sink``)
     are told about every frame and event. ``alerts``: ``json_lines``, ``command``,
-    ``webhook`` as for ``videvent watch``; ``plot``: ``residuals.png`` and ``report.html``
+    ``webhook`` as for ``videvent watch``; ``alert_filter``: the events alerted
+    (``videvent.kinds.AlertFilter``: ``--alert-on``, ``--alert-regions``; every event is
+    recorded); ``plot``: ``residuals.png`` and ``report.html``
     when it ends. Options the command line refuses (a webhook that is not http(s), an unknown
     alert option, ``max_frames`` below 1, ``max_reconnects`` below 0) are a one-line
     ValueError before the source is opened or any folder made."""
     monitor = LiveMonitor(source, settings or Settings(), out_dir, realtime=realtime,
                           max_reconnects=max_reconnects, max_frames=max_frames,
-                          alerts=alerts, clips=clips, plot=plot, sinks=sinks)
+                          alerts=alerts, clips=clips, plot=plot, sinks=sinks,
+                          alert_filter=alert_filter)
     return monitor.run()

@@ -34,6 +34,8 @@ IGNORE_COLOUR = (0, 0, 230)
 # Anything in a polygon's text that is not a number separates numbers.
 _SEPARATORS = re.compile(r"[\s,;()\[\]]+")
 _POINTS_FORM = "X0 Y0 X1 Y1 X2 Y2 ..."
+# A watch region as an option names it (``--alert-regions``): its number, or "region 2".
+_REGION_NAME = re.compile(r"(?:region[\s_-]*)?(\d+)", re.IGNORECASE)
 
 
 class RegionError(ValueError):
@@ -250,3 +252,28 @@ class Regions:
 def _contours(polygons: Iterable[Polygon], scale: tuple[float, float] = (1.0, 1.0)):
     return [np.round(np.asarray(polygon, np.float64) * scale).astype(np.int32).reshape(-1, 1, 2)
             for polygon in polygons]
+
+
+def parse_region_names(text: str, count: int | None = None) -> frozenset[str]:
+    """The watch regions of a comma-separated list, named as events name them (``region 2``)
+    from ``region 2`` or ``2``; ValueError (one line) for a name that is not one, or, given
+    the ``count`` of regions there are, one past them."""
+    tokens = [token.strip() for token in text.split(",") if token.strip()]
+    if not tokens:
+        raise ValueError("no region given: name them by number in the order given "
+                         "(-a first, then the files of -R): 1,2 or 'region 1'")
+    names = []
+    for token in tokens:
+        match = _REGION_NAME.fullmatch(token)
+        if match is None or int(match.group(1)) < 1:
+            raise ValueError(f"{token!r} is not a region: regions are named by number in the "
+                             f"order given (-a first, then the files of -R): 1,2 or 'region 1'")
+        number = int(match.group(1))
+        if count is not None and number > count:
+            there = (f"there is no watch region (give them with -a/--add-region or "
+                     f"-R/--load-region)" if count == 0 else
+                     f"there {'is' if count == 1 else 'are'} {count} "
+                     f"(region 1{'' if count == 1 else f' to region {count}'})")
+            raise ValueError(f"region {number} is not one of the regions watched: {there}")
+        names.append(f"region {number}")
+    return frozenset(names)

@@ -258,8 +258,10 @@ class Session:
         self._region_blocks: RegionBlocks | None = None
         self._start_record: dict | None = None   # ``finish``'s: how the start was judged
         source = run.source
+        written = summary_path or scores_path
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
-                                source.height, run.levels.threshold, run.settings)
+                                source.height, run.levels.threshold, run.settings,
+                                None if written is None else Path(written).parent)
 
     def start(self) -> None:
         self._tell("on_start", self.info)

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .choices import BACKENDS, METHODS, OVERLAYS
-from .regions import Regions, format_polygon, load_region_file, parse_polygon
+from .choices import BACKENDS, KINDS, METHODS, OVERLAYS, parse_kinds
+from .regions import (Regions, format_polygon, load_region_file, parse_polygon,
+                      parse_region_names)
 from .timecode import parse_duration, parse_time
 
 if sys.version_info >= (3, 11):
@@ -54,7 +55,8 @@ class Spec:
     """How one setting is given and checked."""
 
     kind: str                        # "int", "float", "time", "bool", "choice", "text",
-                                     # "polygons" or "files" (these two: repeatable)
+                                     # "polygons" or "files" (these two: repeatable),
+                                     # "kinds" or "region_names" (comma-separated names)
     help: str
     short: str | None = None         # e.g. "-m"
     minimum: float | None = None
@@ -227,6 +229,8 @@ WATCH_SPECS: dict[str, Spec] = {
     "serve_cert": Spec("text", "HTTPS certificate chain (PEM; with --serve-key).", optional=True, metavar="FILE"),
     "serve_key": Spec("text", "The private key of --serve-cert (PEM).", optional=True,
                       metavar="FILE"),
+    "serve_health": Spec("choice", "Who may ask the dashboard's /healthz without the token: "
+                         "'local' (this machine) or 'anyone'.", choices=("local", "anyone")),
     "mqtt": Spec("text", "Publish to this MQTT broker (password: VIDEVENT_MQTT_PASSWORD).", optional=True,
                  metavar="[mqtts://][USER[:PASSWORD]@]HOST[:PORT]"),
     "mqtt_ca": Spec("text", "CA file (PEM) for an mqtts:// broker's certificate.",
@@ -234,9 +238,18 @@ WATCH_SPECS: dict[str, Spec] = {
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
     "mqtt_discovery": Spec("text", "Home Assistant discovery prefix ('off': none).", metavar="PREFIX"),
 }
-WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "mqtt_prefix": "videvent",
+WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "serve_health": "local",
+                                  "mqtt_prefix": "videvent",
                                   "mqtt_discovery": "homeassistant"}
-ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS}   # what a config file may hold
+# Which events a camera's alerts are about (every channel: hook, webhook, MQTT, --json): the
+# whole watch's on the command line or at the top of a config file, a camera's own in its table.
+ALERT_SPECS: dict[str, Spec] = {
+    "alert_on": Spec("kinds", "Alert only on events of these kinds: " + ", ".join(KINDS)
+                     + " (comma-separated).", optional=True, metavar="KINDS"),
+    "alert_regions": Spec("region_names", "Alert only on events touching one of these watch "
+                          "regions (1,2: in the order given).", optional=True, metavar="NAMES"),
+}
+ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS, **ALERT_SPECS}   # a config file's keys
 
 
 def option_name(name: str) -> str:
@@ -264,9 +277,16 @@ def check_value(name: str, value: Any) -> None:
     elif spec.kind == "choice":
         if value not in spec.choices:
             raise ValueError(f"{shown} must be one of {', '.join(spec.choices)}, got {value!r}")
-    elif spec.kind == "text":
+    elif spec.kind in ("text", "kinds", "region_names"):
         if not isinstance(value, str):
             raise ValueError(f"{shown} must be text, got {value!r}")
+        try:
+            if spec.kind == "kinds":
+                parse_kinds(value)
+            elif spec.kind == "region_names":
+                parse_region_names(value)
+        except ValueError as error:
+            raise ValueError(f"{shown}: {error}") from None
     elif spec.kind in ("polygons", "files"):
         items = (value,) if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)) or not all(

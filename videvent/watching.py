@@ -33,7 +33,9 @@ class DashboardConfig:
     """The live page: served at ``host``:``port`` (0: any free port), asking for ``token``
     (else the first line of ``token_file``; neither: none on a loopback address, else one is
     generated), over HTTPS with ``tls`` (certificate chain, private key; PEM).
-    ``region_file``: where regions drawn on a single camera's picture are saved."""
+    ``region_file``: where regions drawn on a single camera's picture are saved.
+    ``health_open``: who may ask ``/healthz`` without the token (``"local"``: a client on
+    this machine; ``"anyone"``)."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -41,6 +43,7 @@ class DashboardConfig:
     token_file: str | None = None
     tls: tuple[str | None, str | None] | None = None
     region_file: str | None = None
+    health_open: str = "local"
 
     def the_token(self) -> str | None:
         """``token``, else ``token_file``'s first line (SetupError when it cannot be read or
@@ -167,7 +170,8 @@ def watch_all(cameras: list[Camera], out_dir=None, options: dict | None = None, 
         try:
             server = Dashboard(dashboard.host, dashboard.port, token=token,
                                region_file=dashboard.region_file if len(cameras) == 1
-                               else None, tls=dashboard.tls)
+                               else None, tls=dashboard.tls,
+                               health_open=dashboard.health_open)
         except ValueError as error:
             raise SetupError("tls", str(error)) from None
     if mqtt is not None:
@@ -183,6 +187,11 @@ def watch_all(cameras: list[Camera], out_dir=None, options: dict | None = None, 
                 report=report.warning)
         except ValueError as error:             # the CA file cannot be loaded
             raise SetupError("ca_file", str(error)) from None
+        if server is not None:
+            server.add_gauge("videvent_mqtt_queue_length", "Event messages waiting for the "
+                             "MQTT broker's acknowledgement.", lambda: publisher.waiting)
+            server.add_gauge("videvent_mqtt_connected", "1 while the MQTT broker is "
+                             "connected.", lambda: int(publisher.connected))
 
     def sinks_of(camera: Camera) -> list:
         sinks = [] if server is None else [server.add_camera(
@@ -195,7 +204,7 @@ def watch_all(cameras: list[Camera], out_dir=None, options: dict | None = None, 
                 index = sinks[0].camera.index
                 media_url = lambda number, kind: server.media_url(index, number, kind)  # noqa: E731
             sinks.append(MqttSink(publisher, camera.name, discovery_prefix=mqtt.discovery_prefix,
-                                  media_url=media_url))
+                                  media_url=media_url, alert_filter=camera.alert_filter))
         return sinks
 
     outcome = WatchOutcome()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..settings import ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS
+from ..settings import (ALERT_SPECS, ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS,
+                        WATCH_SPECS)
 from ..settings import Settings, Spec, load_config, never_to_none, option_name
 
 
@@ -47,7 +48,7 @@ def default_config_path() -> Path | None:
 # option's parameter name, in the group its help is shown in (any command's; an option in no
 # group would be shown under "Other options", which a test forbids).
 HELP_GROUPS: dict[str, tuple[str, ...]] = {
-    "Options": ("help", "config", "quiet"),
+    "Options": ("help", "config", "quiet", "log_format"),
     "Input": ("start_time", "end_time", "duration", "max_frames", "fps", "realtime",
               "max_reconnects", "names", "scheduler", "workers", "chunk_minutes"),
     "Output": ("out", "out_dir", "export_video", "video", "video_path", "clips", "no_clips",
@@ -56,9 +57,10 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "Sensitivity": ("threshold", "threshold_low", "min_event_length", "merge_gap",
                     "time_before_event", "time_post_event", "absorb_after"),
     "Regions": ("add_region", "load_region", "ignore_region", "mask"),
-    "Alerts and MQTT": ("on_event", "webhook", "mqtt", "mqtt_ca", "mqtt_prefix",
-                        "mqtt_discovery"),
-    "Dashboard": ("serve", "serve_token", "serve_token_file", "serve_cert", "serve_key"),
+    "Alerts and MQTT": ("alert_on", "alert_regions", "on_event", "webhook", "mqtt", "mqtt_ca",
+                        "mqtt_prefix", "mqtt_discovery"),
+    "Dashboard": ("serve", "serve_token", "serve_token_file", "serve_cert", "serve_key",
+                  "serve_health"),
     "Detector (expert)": ("method", "rank", "window", "background_span", "projection_dim",
                           "inlier_fraction", "blocks", "working_size", "downscale_factor",
                           "colour", "light_invariant", "seed", "start_reference", "refit_every",
@@ -187,7 +189,7 @@ class SettingOption(click.Option):
 
 def setting_option(name: str):
     """The click option of one setting, from its declaration."""
-    spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}[name]
+    spec, default = ALL_SPECS[name], {**DEFAULTS, **WATCH_DEFAULTS}.get(name)
     long = "--" + option_name(name)
     help_text = spec.help + (f" In {spec.units}." if spec.units else "")
     flags = [spec.short, long] if spec.short else [long]
@@ -220,8 +222,9 @@ def no_plot_option(function):
 
 
 def watch_setting_options(function):
-    """``watch``'s own settings (``WATCH_SPECS``: where its news go), as options."""
-    for name in reversed(WATCH_SPECS):
+    """``watch``'s own settings (``WATCH_SPECS``: where its news go; ``ALERT_SPECS``: which
+    events they are about), as options."""
+    for name in reversed([*ALERT_SPECS, *WATCH_SPECS]):
         function = setting_option(name)(function)
     return function
 

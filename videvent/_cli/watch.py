@@ -12,6 +12,7 @@ import click
 from ..settings import NEVER, SettingError
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, GroupedCommand,
                       no_plot_option, run_options, settings_from, watch_setting_options)
+from .logs import LOG_FORMATS, use_log_format
 from .signals import _end_at_once, _signalled, stop_to
 
 
@@ -33,6 +34,12 @@ def _parsed(option: str, parse, value: str | None):
         return parse(value)
     except ValueError as error:
         raise click.UsageError(f"{option}: {error}") from None
+
+
+def _log_format(_context, _parameter, value: str) -> str:
+    """``--log-format``, in force at once: the lines of every later error take it too."""
+    use_log_format(value)
+    return value
 
 
 def _serve_address(value: str) -> tuple[str, int]:
@@ -58,6 +65,9 @@ def _serve_address(value: str) -> tuple[str, int]:
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="human",
+              show_default=True, is_eager=True, callback=_log_format,
+              help="What is said on stderr: lines, or one JSON object a line.")
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="Each SOURCE's name, in order (repeat it).")
 @watch_setting_options
@@ -67,8 +77,10 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
                   max_frames: int | None, no_plot: bool, quiet: bool, names: tuple[str, ...],
                   on_event: str | None, webhook: str | None, serve: str | None,
                   serve_token: str | None, serve_token_file: str | None,
-                  serve_cert: str | None, serve_key: str | None, mqtt: str | None,
+                  serve_cert: str | None, serve_key: str | None, serve_health: str,
+                  mqtt: str | None,
                   mqtt_ca: str | None, mqtt_prefix: str, mqtt_discovery: str,
+                  alert_on: str | None, alert_regions: str | None, log_format: str,
                   **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
@@ -105,7 +117,7 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
     try:
         cameras = name_cameras(sources, settings,
                                load_cameras(config, meta[CONFIG_OPTIONS]) if config else {},
-                               names)
+                               names, {"alert_on": alert_on, "alert_regions": alert_regions})
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     if not cameras:
@@ -130,7 +142,8 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
         *served_at, token=serve_token or (None if serve_token_file is not None
                                           else os.environ.get(TOKEN_VARIABLE) or None),
         token_file=serve_token_file, region_file=region_files[0] if region_files else None,
-        tls=None if serve_cert is None and serve_key is None else (serve_cert, serve_key))
+        tls=None if serve_cert is None and serve_key is None else (serve_cert, serve_key),
+        health_open=serve_health)
     try:
         outcome = watch_all(
             cameras, out_dir,

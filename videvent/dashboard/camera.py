@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from datetime import datetime
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,6 +80,11 @@ class CameraState:
         self.media: dict[tuple[int, str], Path] = {}          # (event, kind) -> registered file
         self.past: list[dict] = []                            # earlier watches' events
         self.past_media: dict[tuple[int, str], Path] = {}     # (past index, kind) -> file
+        # What a service's monitor reads (``health``): since this process started.
+        self.frames = 0                                       # frames scored
+        self.last_frame_at: float | None = None               # monotonic time of the latest
+        self.events_by_kind: Counter = Counter()              # events ended, by their kind
+        self.folder: Path | None = None                       # the session's result folder
 
     def describe(self) -> dict:
         with self.lock:
@@ -260,11 +265,15 @@ class DashboardSink(Sink):
                              max_side=settings.working_size,
                              downscale_factor=settings.downscale_factor))
             self.camera.threshold = threshold
+            folder = getattr(info, "folder", None)
+            self.camera.folder = None if folder is None else Path(folder)
         self._publish({"type": "camera", "camera": self.camera.describe()})
 
     def on_frame(self, frame, score, event_number: int | None) -> None:
         point = (round(float(frame.time_s), 3), _finite(score.score))
         with self.camera.lock:
+            self.camera.frames += 1
+            self.camera.last_frame_at = time.monotonic()
             self.camera.history.append(point)
             self.camera.pending_scores.append(point)
             # Bounded even when no server drains them (not started yet, or stopped).
@@ -307,6 +316,7 @@ class DashboardSink(Sink):
                     self.camera.media[(event.number, kind)] = Path(files[kind]).resolve()
             if (event.number, "thumbnail") in self.camera.media:
                 self.camera.live_thumbnails.pop(event.number, None)
+            self.camera.events_by_kind[event.kind or "unknown"] += 1
         self._publish({"type": "event", "state": "end", "event": self._event(event, "end")})
 
     def on_status(self, status: str, detail: dict) -> None:

@@ -18,6 +18,9 @@ Routes (all behind the token check when a token is set):
 - ``GET``/``POST /cameras/{i}/region``: the camera's region polygons, read from and saved to the
   region file configured for it (never a path from the request); the POST takes JSON
   ``{"polygons": [[[x, y], ...], ...]}``.
+- ``GET /healthz``: 200 while every camera gives pictures, else 503 (within
+  ``health.SILENT_AFTER_S`` of a camera going silent), with each camera's state as JSON;
+  ``GET /metrics``: the cameras' figures in Prometheus' text format (``health``).
 
 Access: on a loopback address without a token, only requests naming a loopback host are
 served (a web page elsewhere cannot reach the dashboard by renaming itself, DNS rebinding).
@@ -26,7 +29,9 @@ Bound to any other address, a token is required (one is generated when none is g
 ``token`` query parameter (the page opened with ``/?token=...`` puts it on every request it
 makes: no cookie, which would reach every service on the host) or an
 ``Authorization: Bearer <token>`` header; the page's script and style (``/static/``) are
-served without it. Missing: 401; wrong: 403.
+served without it. Missing: 401; wrong: 403. ``/healthz`` is served without the token to a
+client on this machine (a loopback address: a container's health check, a local monitor), or
+to anyone with ``health_open`` ``"anyone"``; it tells only the cameras' names and states.
 
 Connections (`connections.ConnectionLimits`): capped in all and per client address, with a
 request timeout; a connection whose request passed the token check is *authenticated*: never
@@ -55,6 +60,7 @@ from aiohttp import web
 
 from .camera import MEDIA_KINDS, CameraState, DashboardSink
 from .connections import UNAUTHENTICATED_SHARE, ConnectionLimits
+from .health import DiskUse, Gauge, health, metrics_text
 from ..regions import RegionError, check_region, load_region_file, parse_polygon
 from ..regions import save_region_file
 
@@ -64,6 +70,8 @@ KEEPALIVE_S = 15.0
 LISTENER_BACKLOG = 2000       # messages queued for one slow page before the oldest go
 SHUTDOWN_S = 2.0
 MAX_REGION_BODY = 64 * 1024   # a region editor's polygons, in bytes: hundreds of points
+HEALTH_ACCESS = ("local", "anyone")   # who may ask /healthz without the token
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class _OneLine(logging.Handler):
@@ -132,13 +140,23 @@ class Dashboard:
     ``stop()`` ends the streams and the server. Binding a non-loopback ``host`` without a
     ``token`` generates one, in ``token`` (and ``token_generated`` is True) for the caller
     to print. ``region_file``: where the region editor saves, for cameras not given their own.
+    ``health_open``: who may ask ``/healthz`` without the token, ``"local"`` (a client on this
+    machine) or ``"anyone"``. ``add_gauge`` adds a figure of the process to ``/metrics``.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                  region_file: str | Path | None = None,
-                 tls: tuple[str | Path, str | Path] | None = None):
+                 tls: tuple[str | Path, str | Path] | None = None,
+                 health_open: str = "local"):
         """``tls``: (certificate chain, private key) files, PEM: served over HTTPS.
-        ValueError (one line) if they cannot be loaded."""
+        ValueError (one line) if they cannot be loaded, or ``health_open`` is not one of
+        ``HEALTH_ACCESS``."""
+        if health_open not in HEALTH_ACCESS:
+            raise ValueError(f"health_open must be one of {', '.join(HEALTH_ACCESS)}, got "
+                             f"{health_open!r}")
+        self.health_open = health_open
+        self._gauges: dict[str, Gauge] = {}
+        self._disk = DiskUse()
         self.host, self.port = host, port
         self._tls = None
         if tls is not None:
@@ -184,6 +202,10 @@ class Dashboard:
         self._sinks.append(sink)
         self._outbox.append({"type": "camera", "camera": camera.describe()})
         return sink
+
+    def add_gauge(self, name: str, help_text: str, read) -> None:
+        """A figure of the process on ``/metrics``: ``read()`` its value now (None: left out)."""
+        self._gauges[name] = (help_text, read)
 
     def _picture_encoded(self, camera: CameraState) -> None:
         loop = self._loop
@@ -244,6 +266,8 @@ class Dashboard:
             web.get("/api/cameras", self._list_cameras),
             web.get("/api/events", self._list_events),
             web.get("/api/stream", self._stream),
+            web.get("/healthz", self._health),
+            web.get("/metrics", self._metrics),
             web.get("/cameras/{camera:\\d+}/mjpeg", self._mjpeg),
             web.get("/cameras/{camera:\\d+}/picture.jpg", self._picture),
             web.get("/cameras/{camera:\\d+}/events/{number:\\d+}/{kind}", self._media),
@@ -291,6 +315,10 @@ class Dashboard:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
+        if request.path == "/healthz" and (
+                self.health_open == "anyone"
+                or (self.token is not None and is_loopback(request.remote or ""))):
+            return await handler(request)     # a monitor's question, without the token
         if self.token is None:
             try:
                 host = request.url.host or ""
@@ -335,6 +363,19 @@ class Dashboard:
     async def _list_events(self, request: web.Request) -> web.Response:
         events = [event for camera in self._cameras for event in camera.event_list()]
         return _json(sorted(events, key=lambda event: event["seen_at"], reverse=True))
+
+    async def _health(self, request: web.Request) -> web.Response:
+        healthy, answer = health(self._cameras)
+        return _json(answer, 200 if healthy else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        cameras = list(self._cameras)
+        # Walking the result folders may take a while: not on the loop, which serves streams.
+        disk = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: {camera.index: self._disk.of(camera.folder) for camera in cameras})
+        return web.Response(body=metrics_text(cameras, disk, self._gauges).encode(),
+                            headers={"Content-Type": PROMETHEUS_TEXT,
+                                     "Cache-Control": "no-store"})
 
     async def _picture(self, request: web.Request) -> web.Response:
         camera = self._camera(request)

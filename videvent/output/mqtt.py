@@ -18,9 +18,11 @@ since that is what Home Assistant users know:
     (``<camera>-<number>-<start time>``, unique across restarts), ``camera``, ``number``,
     ``start_time`` and ``end_time`` (Unix times, as Frigate's; ``end_time`` is null until the
     end), ``start_time_s`` and ``end_time_s`` (seconds into the source), ``start_timecode``,
-    ``peak_score``, ``peak_frame``, ``absorbed``, ``has_snapshot``, ``thumbnail`` and ``clip``
-    (paths of the files written for it, or null). Updates come when the peak grows, at most
-    one a second per event.
+    ``peak_score``, ``peak_frame``, ``absorbed``, ``kind``, ``box``, ``regions`` (what and
+    where, so far while it is open), ``has_snapshot``, ``thumbnail`` and ``clip`` (paths of
+    the files written for it, or null). Updates come when the peak grows, at most one a
+    second per event. Only the events an ``AlertFilter`` passes (``--alert-on``,
+    ``--alert-regions``), with the motion state, its attributes and the snapshot.
 ``<prefix>/<camera>/available``
     The camera's availability: ``online`` while it gives pictures (``connected``, ``back``),
     ``offline`` while it is down (lost, or not opened yet at the start and tried again),
@@ -37,6 +39,9 @@ since that is what Home Assistant users know:
     ``{"fps", "dropped", "latency_ms"}`` about once a second (live front ends).
 ``<prefix>/<camera>/motion``
     ``ON`` while an event is open, ``OFF`` otherwise (``OFF`` from the start). Retained.
+``<prefix>/<camera>/motion/attributes``
+    The latest event published, JSON (``ATTRIBUTES``: its kind, box, regions...): the motion
+    sensor's attributes in Home Assistant (``json_attributes_topic``). Retained.
 ``<prefix>/<camera>/score``
     The frame's score, two decimals, at most once a second of video.
 
@@ -88,6 +93,7 @@ import numpy as np
 import paho.mqtt.client as paho
 
 from .._version import __version__
+from ..kinds import AlertFilter, AlertGate
 from .sink import Sink
 
 DEFAULT_PORT = 1883
@@ -110,6 +116,8 @@ UPDATE_EVERY_S = 1.0                     # at most one "update" a second per eve
 SNAPSHOT_JPEG_QUALITY = 85
 ONLINE, OFFLINE = "online", "offline"
 STATUSES = ("connected", "lost", "back", "stalled", "finished")
+# The event's fields that Home Assistant's motion sensor shows as its attributes.
+ATTRIBUTES = ("id", "number", "kind", "box", "regions", "peak_score", "start_time", "end_time")
 _NOT_IN_TOPIC = re.compile(r"[^A-Za-z0-9_-]+")
 
 Payload = bytes | str | Callable[[], bytes]
@@ -286,6 +294,12 @@ class MqttPublisher:
     @property
     def connected(self) -> bool:
         return self._connected
+
+    @property
+    def waiting(self) -> int:
+        """Event messages not yet acknowledged by the broker: queued, or sent and unanswered."""
+        with self._wake:
+            return len(self._queue) + sum(is_event for *_, is_event in self._in_flight.values())
 
     def publish(self, topic: str, payload: Payload, *, retain: bool = False,
                 ordered: bool = False, camera: str | None = None) -> None:
@@ -497,15 +511,19 @@ class MqttSink(Sink):
     closes). ``camera``: the name in topics and ids; by default the session's camera name.
     ``discovery_prefix``: where Home Assistant's discovery messages go (None: none).
     ``media_url(number, kind)``: the web address of an event's ``thumbnail`` or ``clip``
-    (the dashboard's), or None.
+    (the dashboard's), or None. ``alert_filter``: the events published (their messages, the
+    motion state, its attributes and the snapshot; ``videvent.kinds.AlertGate`` says when an
+    event's begin and end); the score, the stats and the status always are.
     """
 
     def __init__(self, publisher: MqttPublisher, camera: str | None = None, *,
                  owns_publisher: bool = False,
                  discovery_prefix: str | None = DISCOVERY_PREFIX,
-                 media_url: Callable[[int, str], str | None] | None = None):
+                 media_url: Callable[[int, str], str | None] | None = None,
+                 alert_filter: AlertFilter | None = None):
         self.publisher = publisher
         self.camera = camera
+        self._gate = AlertGate(alert_filter)
         self._owns_publisher = owns_publisher
         self.discovery_prefix = discovery_prefix
         self._media_url = media_url
@@ -562,14 +580,23 @@ class MqttSink(Sink):
             self._snapshot_of_peak = False
 
     def on_event_start(self, event) -> None:
+        if self._gate.open(event) == "start":
+            self._begin(event)
+
+    def _begin(self, event) -> None:
         after = self._describe(event, ended=False, files={})
         self._publish_event("new", after, after)
         self._publish_snapshot()
         self.publisher.publish(self._topic("motion"), MOTION_ON, retain=True)
 
     def on_event_update(self, event) -> None:
+        said = self._gate.open(event)
+        if said == "start":                    # passes the filter from now on
+            self._begin(event)
+            return
         now = time.monotonic()
-        if now - self._last_update.get(event.number, -UPDATE_EVERY_S) < UPDATE_EVERY_S:
+        if said is None or (now - self._last_update.get(event.number, -UPDATE_EVERY_S)
+                            < UPDATE_EVERY_S):
             return
         self._last_update[event.number] = now
         before = self._published.get(event.number)
@@ -577,13 +604,17 @@ class MqttSink(Sink):
         self._publish_event("update", before or after, after)
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
-        if not self._snapshot_of_peak:
-            self._publish_snapshot()
-        before = self._published.pop(event.number, None)
+        said = self._gate.end(event)
+        if said == "start and end":            # passes only now (its kind read at the end)
+            self._begin(event)
+        if said is not None:
+            if not self._snapshot_of_peak:
+                self._publish_snapshot()
+            before = self._published.pop(event.number, None)
+            after = self._describe(event, ended=True, files=files)
+            self._publish_event("end", before or after, after)
+            self.publisher.publish(self._topic("motion"), MOTION_OFF, retain=True)
         self._last_update.pop(event.number, None)
-        after = self._describe(event, ended=True, files=files)
-        self._publish_event("end", before or after, after)
-        self.publisher.publish(self._topic("motion"), MOTION_OFF, retain=True)
         self._peak = None
 
     def on_status(self, status: str, detail: dict) -> None:
@@ -623,6 +654,10 @@ class MqttSink(Sink):
             "peak_score": round(float(event.peak_score), 2),
             "peak_frame": int(event.peak_frame),
             "absorbed": bool(event.absorbed),
+            # What and where (``videvent.kinds``): so far while it is open, final at its end.
+            "kind": event.kind,
+            "box": event.box,
+            "regions": list(event.regions or ()),
             "has_snapshot": self._peak is not None,
             "has_clip": bool(files.get("clip")),
             "thumbnail": files.get("thumbnail"),
@@ -647,6 +682,8 @@ class MqttSink(Sink):
         entities = {
             ("binary_sensor", "motion"): {"name": "Motion", "device_class": "motion",
                                           "state_topic": self._topic("motion"),
+                                          "json_attributes_topic":
+                                              self._topic("motion", "attributes"),
                                           "payload_on": MOTION_ON, "payload_off": MOTION_OFF},
             ("sensor", "score"): {"name": "Score", "state_topic": self._topic("score"),
                                   "state_class": "measurement"},
@@ -667,6 +704,9 @@ class MqttSink(Sink):
         self.publisher.publish(self.publisher.topic("events"),
                                json.dumps({"type": kind, "before": before, "after": after}),
                                ordered=True, camera=self.camera)
+        # The motion sensor's attributes in Home Assistant: the latest event alerted.
+        self.publisher.publish(self._topic("motion", "attributes"), json.dumps(
+            {key: after[key] for key in ATTRIBUTES}), retain=True)
 
     def _publish_snapshot(self) -> None:
         if self._peak is None:

@@ -24,6 +24,7 @@ class SessionInfo:
     height: int
     threshold: float   # the score that starts an event
     settings: Any      # videvent.settings.Settings
+    folder: Any = None  # the result folder the session writes into (a Path), if any
 
 
 class Sink:
