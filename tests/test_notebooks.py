@@ -259,6 +259,9 @@ def test_permuted_regression(tmp_path, monkeypatch):
     assert max(recovered["CoP"]) < 0.5 and max(recovered["PCA"]) == 0.0
     # Recovered means exact: round-off for SNCP, the iterations' tolerance for FMS.
     assert mean_lre["SNCP"][0] < -12 and mean_lre["FMS"][0] < -8
+    # The tex's reason for CoP's failure, measured: the displaced columns lie much closer to
+    # the inliers' span than random points of the same space do.
+    assert paper["closeness"]["displaced"] < 0.7 * paper["closeness"]["random"]
     # 2. Our earlier protocol.
     shares, success = summary["permuted_shares"], summary["success"]
     assert 0.5 in shares and shares[-1] == 0.9
