@@ -433,7 +433,12 @@ def test_a_camera_that_drops_now_and_then_is_never_given_up(tmp_path, server):
     """``--max-reconnects N`` gives up after N failed attempts in a row: a stream that ends
     every three seconds and is back at the first attempt each time is watched on, past N
     drops (it was given up at its second drop with N = 1, as if the attempts that worked had
-    failed)."""
+    failed). The command's default N is the library's."""
+    from videvent._cli.main import cli
+    from videvent.sources.live import MAX_RECONNECTS
+
+    [option] = [p for p in cli.commands["watch"].params if p.name == "max_reconnects"]
+    assert option.default == MAX_RECONNECTS
     stream = server(from_s=17, encode=True)    # the walker's last 3 s, then the stream ends
     watch = Watch(stream.url, tmp_path / "live", "--max-reconnects", "1")
     try:
