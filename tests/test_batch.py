@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, sample, wait_until
+from conftest import mean_saturation, run_cli, sample, wait_until
 
 pytest.importorskip("distributed")
 
@@ -91,6 +91,9 @@ def test_local_cluster_gives_what_run_gives_and_reports_the_corrupt_file(archive
                          (CLIPS[1], out / "clips" / "day2" / f"{CLIPS[1]}.videvent")):
         assert result_files(folder) == result_files(expected[name]), name
         assert (folder / "report.html").is_file()
+    # Made where the video was scored, the thumbnail is in the video's colours, as run's is.
+    assert mean_saturation(out / "clips" / f"{CLIPS[0]}.videvent" / "thumbnails"
+                           / "event001.jpg") > 30
     rows = index_rows(out)
     [failed] = [row for row in rows if row["status"] == "failed"]
     assert failed["video"].endswith("bad.mp4") and "not a video" in failed["error"]

@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import devset_clip, run_cli, sample, truth_mask
+from conftest import devset_clip, mean_saturation, run_cli, sample, truth_mask
 from videvent import synthetic
 from videvent.output import read_scores
 
@@ -312,6 +312,18 @@ def test_outputs_are_complete_and_described(tmp_path):
                                                      "residuals.png", "scores.csv", "thumbnails"]
     assert [p.name for p in (out / "thumbnails").iterdir()] == ["event001.jpg"]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+@pytest.mark.parametrize("command", [["run"], ["run", "--backend", "opencv"],
+                                     ["watch", "--no-clips"]])
+def test_the_demos_thumbnail_is_in_its_colour_without_any_export(tmp_path, command):
+    """The detector's frames are grey and nothing is exported (no clip, no video, no
+    dashboard), yet the event's thumbnail is the peak frame in the camera's colours."""
+    path, _ = sample("person_visit")
+    out = tmp_path / "result"
+    result = run_cli(*command, path, "-d", out, "-q", "--no-plot")
+    assert result.returncode == 0, result.stderr
+    assert mean_saturation(out / "thumbnails" / "event001.jpg") > 30
 
 
 def test_default_output_folder_is_named_after_the_input(tmp_path):

@@ -314,6 +314,58 @@ def test_report_links_each_event_to_its_clip_and_moment_shows_no_python_values(t
     assert "threshold-low" in cells and "admit_threshold" not in cells
 
 
+def test_a_report_without_exports_says_how_to_make_them_and_shows_no_empty_lists(tmp_path):
+    """No clip and no annotated video: no empty column of links, a line that names
+    ``--export-clips`` instead; the settings given as lists (regions, masks), unset, read
+    "none", never ``[]``; and the clip that line names is then linked."""
+    import html
+    import re
+
+    out = tmp_path / "out"
+    run_ok("run", sample("walker")[0], "-d", out, "-q")
+    page = (out / "report.html").read_text()
+    events = page.split("<h2>Events</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "see it" not in events and "<td></td>" not in events
+    assert "<code>--export-clips</code>" in events and "<code>videvent export</code>" in events
+    settings = page.split("<h2>Settings</h2>", 1)[1]
+    rows = dict(re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", settings))
+    assert not [key for key, value in rows.items() if value in ("[]", "")], rows
+    assert rows["add-region"] == rows["mask"] == rows["without"] == "none"
+    run_ok("export", out, "--export-clips")
+    page = html.unescape((out / "report.html").read_text())
+    assert "<th>see it</th>" in page and "href='walker.event001.mp4'" in page
+    assert "--export-clips" not in page
+
+
+def test_the_time_axis_labels_only_seconds_recorded_none_crowding_another():
+    """A 64-s watch ended its time axis `60 70`, the 70 (past the end) drawn at the last
+    frame; a camera lost for half a minute put its seconds at one frame. Each label now
+    stands at its own second, inside the axis, clear of the next."""
+    from videvent.output.plot import residual_figure
+
+    frames = np.arange(640)
+    steady = frames / 10                             # 64 s at 10 fps
+    lost = np.where(frames < 400, steady, steady + 30)   # 30 s without a frame at 40 s
+    for times in (steady, lost):
+        scores = {"frame": frames, "time_s": times, "residual": np.full(640, 0.5),
+                  "score": np.full(640, 2.0), "status": np.full(640, "ok", dtype=object),
+                  "absorbed": np.zeros(640, bool)}
+        figure = residual_figure(scores, [], threshold=7)
+        figure.canvas.draw()
+        [clock] = figure.axes[0].child_axes
+        labels = [label for label in clock.get_xticklabels() if label.get_text()]
+        seconds = [float(label.get_text()) for label in labels]
+        assert len(seconds) >= 5 and min(seconds) >= 0 and max(seconds) <= times[-1]
+        assert seconds[-1] == (60 if times is steady else 90), seconds
+        boxes = [label.get_window_extent() for label in labels]
+        assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), seconds
+        # Each at its own second's frame.
+        axis = figure.axes[0]
+        for second, box in zip(seconds, boxes):
+            frame = np.interp(second, times, frames)
+            assert abs((box.x0 + box.x1) / 2 - axis.transData.transform((frame, 0))[0]) < 2
+
+
 def test_compare_panels_each_shade_their_own_methods_events(tmp_path):
     from videvent.output import read_events, read_scores
     from videvent.output.report import compare_figure

@@ -1,16 +1,23 @@
 """Project hygiene a user relies on: the README's commands are the ones CI runs, and the
 documentation holds together."""
 
+import json
 import os
 import re
+import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wait_until
 
 
 def readme_commands() -> list[str]:
@@ -64,6 +71,112 @@ def test_the_readmes_shown_run_prints_what_it_shows(tmp_path):
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         assert (result.stderr + result.stdout).splitlines() == output.splitlines(), command
+
+
+def free_port(kind: int) -> int:
+    """A port of 127.0.0.1 free a moment ago (``socket.SOCK_STREAM`` or ``SOCK_DGRAM``), for
+    the servers that cannot report one they chose (mosquitto; a UDP stream's receiver)."""
+    with socket.socket(socket.AF_INET, kind) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+LIVE_TOOLS = ("ffmpeg", "mosquitto", "mosquitto_sub")
+
+
+@pytest.mark.skipif(not all(map(shutil.which, LIVE_TOOLS)),
+                    reason="ffmpeg, mosquitto and mosquitto-clients are not all installed")
+def test_the_readmes_camera_to_try_it_on_reaches_the_dashboard_and_home_assistant(tmp_path):
+    """The README's five live commands, run as written from a copy of the repository's sample
+    clips, the installed ``videvent`` on the PATH as after the README's install; only their
+    ports are others (free ones, the dashboard's chosen by itself), so that the suite runs
+    beside whatever has 5000, 1883 or 8080. The camera, the broker and the watch run in the
+    background, as in their terminals; the dashboard answers at the address printed, with the
+    camera live; Home Assistant's three discovery messages come, and the motion sensor goes
+    ON when she comes in."""
+    section = (ROOT / "README.md").read_text().split("## A camera to try it on", 1)[1]
+    block = re.search(r"```bash\n(.+?)\n```", section, re.S).group(1)
+    commands = block.splitlines()
+    assert len(commands) == 5, commands
+    stream, broker = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
+    ports = {"udp://127.0.0.1:5000": f"udp://127.0.0.1:{stream}", "-p 1883": f"-p {broker}",
+             "127.0.0.1:1883": f"127.0.0.1:{broker}", "--serve 8080": "--serve 0"}
+    for written in ports:
+        assert written in block, written
+    for written, used in ports.items():
+        commands = [command.replace(written, used) for command in commands]
+    camera, mosquitto, watch, discovery, motion = map(shlex.split, commands)
+    assert [camera[0], mosquitto[0], watch[:2], discovery[0], motion[0]] == [
+        "ffmpeg", "mosquitto", ["videvent", "watch"], "mosquitto_sub", "mosquitto_sub"]
+    shutil.copytree(ROOT / "sample_videos", tmp_path / "sample_videos")
+    # As after the README's install: the virtual environment's commands first on the PATH.
+    environment = {**os.environ,
+                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def start(command, **pipes) -> subprocess.Popen:
+        return subprocess.Popen(command, cwd=tmp_path, env=environment, text=True,
+                                stdin=subprocess.DEVNULL, **{"stdout": subprocess.DEVNULL,
+                                                             "stderr": subprocess.DEVNULL,
+                                                             **pipes})
+
+    running = []
+    try:
+        running.append(start(camera))
+        running.append(start(mosquitto))
+        deadline = time.monotonic() + 60
+        while True:                                   # the broker takes a moment to listen
+            try:
+                socket.create_connection(("127.0.0.1", broker), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and running[1].poll() is None
+                time.sleep(0.1)
+        watching = start(watch, stderr=subprocess.PIPE)
+        running.append(watching)
+        line = watching.stderr.readline()
+        found = re.fullmatch(r"dashboard: (http://127\.0\.0\.1:\d+/)\n", line)
+        assert found, line
+        dashboard = found.group(1)
+        with urllib.request.urlopen(dashboard, timeout=10) as response:
+            assert response.status == 200 and "videvent" in response.read().decode()
+        wait_until(lambda: camera_status(dashboard) == "connected", 60, "the camera live")
+        told = subprocess.run(discovery, cwd=tmp_path, env=environment, capture_output=True,
+                              text=True, timeout=60)
+        assert told.returncode == 0, told.stderr
+        topics = sorted(line.split(" ", 1)[0] for line in told.stdout.splitlines())
+        assert topics == [f"homeassistant/{component}/videvent_demo/{key}/config"
+                          for component, key in (("binary_sensor", "motion"),
+                                                 ("camera", "snapshot"), ("sensor", "score"))]
+        sensor = start(motion, stdout=subprocess.PIPE)
+        running.append(sensor)
+        states = []
+        reader = threading.Thread(target=lambda: states.extend(sensor.stdout), daemon=True)
+        reader.start()
+        # Retained OFF at once; ON when she comes in, 5 s into each loop of the clip.
+        wait_until(lambda: "videvent/demo/motion ON\n" in states, 90, "the motion sensor ON")
+        assert states[0] == "videvent/demo/motion OFF\n", states
+    finally:
+        for process in reversed(running):       # Ctrl-C in each terminal, the last first
+            process.send_signal(signal.SIGINT)
+        for process in running:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    assert watching.wait() == 0
+    [folder] = tmp_path.glob("videvent-watch-demo-*")
+    assert (folder / "events.json").is_file()
+
+
+def camera_status(dashboard: str) -> str | None:
+    """The status the dashboard gives its one camera (None while it does not answer)."""
+    try:
+        with urllib.request.urlopen(dashboard + "api/cameras", timeout=10) as response:
+            [camera] = json.loads(response.read())
+    except OSError:
+        return None
+    return camera["status"]
 
 
 def test_readme_tables_are_not_cut_by_blank_lines():
@@ -401,13 +514,15 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
 
 
 def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
-    """The quick start's result folder, an `-d NAME.out` of the examples and a watch's session
-    folder beside a sample (issue 29): none shows up as a change to commit."""
+    """The quick start's result folder, an `-d NAME.out` of the examples, a watch's session
+    folder beside a sample (issue 29) and the camera to try it on's (issue 54): none shows up
+    as a change to commit."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     written = ["sample_videos/person_visit.videvent/events.json", "person_visit.out/events.json",
                "sample_videos/videvent-watch-walker-20261127-120000/events.json",
-               "videvent-watch-20261127-120000/door/events.json"]
+               "videvent-watch-20261127-120000/door/events.json",
+               "videvent-watch-demo-20261206-120000/events.json"]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT,
                              capture_output=True, text=True)
     assert sorted(ignored.stdout.split()) == sorted(written)

@@ -637,13 +637,32 @@ def test_pyav_scales_to_the_size_asked_as_the_preprocessing_would(videos, kind, 
 
 
 def test_a_scaled_frame_makes_its_full_picture_when_it_is_shown(videos):
-    with open_source(videos["mp4"], backend="pyav") as source:
+    """A frame scaled while decoding, its colour not kept, makes its picture at the source's
+    size, in colour, when it is shown: the picture a source keeping colour gives."""
+    with open_source(videos["mp4"], backend="pyav") as source, \
+            open_source(videos["mp4"], backend="pyav", keep_colour=True) as kept:
         frames = list(source.frames(0, 8, size=(48, 36)))   # the decoder went on meanwhile
-        whole = list(source.frames(0, 8))
+        whole = list(kept.frames(0, 8))
     for frame, full in zip(frames, whole):
-        assert frame.scaled and frame.image.shape == (36, 48)
-        assert np.array_equal(frame.picture_to_show(), full.image)
-        assert full.picture_to_show() is full.image
+        assert frame.scaled and frame.image.shape == (36, 48) and frame.colour is None
+        assert np.array_equal(frame.picture_to_show(), full.colour)
+        assert full.picture_to_show() is full.colour
+
+
+@pytest.mark.parametrize("backend", ["pyav", "opencv", "images"])
+def test_every_backend_shows_a_frame_in_its_colour_without_keeping_colour(videos, png_folder,
+                                                                          backend):
+    """Thumbnails and snapshots are in the source's colour though the detector's frames are
+    grey and no colour was kept (a run without exports): the frame shown makes it."""
+    spec = png_folder if backend == "images" else videos["mp4"]
+    with open_source(spec, backend=backend) as source:
+        frames = list(source.frames(0, 6))
+    for frame in frames:
+        assert frame.colour is None and frame.image.ndim == 2
+        picture = frame.picture_to_show()
+        assert picture.shape == (HEIGHT, WIDTH, 3)
+        blue, green, red = picture[PATCH].reshape(-1, 3).mean(axis=0)
+        assert red > green + 50 > blue + 100, (blue, green, red)    # the patch's (40, 120, 220)
 
 
 def test_a_run_decodes_at_the_working_size_and_its_thumbnail_at_the_sources(tmp_path):

@@ -83,22 +83,28 @@ class Stream:
 
 class Gate:
     """A camera still booting, in front of ``stream``: refuses (503) its first ``refuse``
-    connections (None: every one until ``opened`` is set), then sends each one to ``stream``."""
+    connections (None: every one until ``opened`` is set), then sends each one to ``stream``
+    (which may be given later, before ``opened`` is set). ``requests``: when each connection
+    came (``time.monotonic()``) and whether it was refused, as the camera's log says."""
 
-    def __init__(self, stream: Stream, refuse: int | None = None):
+    def __init__(self, stream: Stream | None, refuse: int | None = None):
         self.opened = threading.Event()
         self.refused = 0
+        self.stream = stream
+        self.requests: list[tuple[float, bool]] = []
         gate = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
                 if not gate.opened.is_set() and (refuse is None or gate.refused < refuse):
+                    gate.requests.append((time.monotonic(), True))
                     gate.refused += 1
                     self.send_response(503)
                     self.end_headers()
                     return
+                gate.requests.append((time.monotonic(), False))
                 self.send_response(302)
-                self.send_header("Location", stream.url)
+                self.send_header("Location", gate.stream.url)
                 self.end_headers()
 
             def log_message(self, *args):
@@ -384,6 +390,66 @@ def test_a_single_camera_down_at_start_is_waited_for(tmp_path, server):
                              timeout=60, cwd=ROOT)
     assert missing.returncode == 1 and "trying again" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+def test_a_camera_that_comes_up_late_is_tried_every_few_seconds_and_watched_when_it_answers(
+        tmp_path, server):
+    """The reconnection policy (docs/watch.md), as the camera's log sees it: a camera down at
+    the start is tried again after 0.5, 1, 2 and 4 s, then every 5 s (never the 8 and 10 s of
+    before), and once its stream is up (ffmpeg, started 20 s late) the next attempt watches
+    it; its alerts say it down once and up once, after as long as it was away."""
+    from videvent.sources.live import FIRST_BACKOFF_S, MAX_BACKOFF_S
+
+    gate = Gate(None)                         # a camera that answers 503 while it boots
+    watch = Watch(gate.url, tmp_path / "live", "--max-reconnects", "100")
+    try:
+        wait_until(lambda: len(gate.requests) >= 7, 120, "seven attempts to open the camera")
+        gate.stream = server()                # its stream, started now
+        up = time.monotonic()
+        gate.opened.set()
+        watch.wait_for("session_start", 60)
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+        code = watch.finish(timeout=60)
+        gate.close()
+    assert code == 0
+    refused = [when for when, was_refused in gate.requests if was_refused]
+    picked_up = next(when for when, was_refused in gate.requests if not was_refused)
+    waits = [later - earlier for earlier, later in zip(refused, refused[1:])]
+    policy = [min(FIRST_BACKOFF_S * 2 ** n, MAX_BACKOFF_S) for n in range(len(waits))]
+    assert policy[:6] == [0.5, 1, 2, 4, 5, 5]
+    # Each wait at least the policy's (less the time the camera's log took to note it), and
+    # those past the cap short of the 8 and 10 s the old policy waited there.
+    assert all(wait >= planned - 0.25 for wait, planned in zip(waits, policy)), waits
+    assert all(wait < 2 * MAX_BACKOFF_S - 2 for wait in waits[4:]), waits
+    assert picked_up - up < 2 * MAX_BACKOFF_S - 2, (picked_up - up, waits)
+    changes = [alert for alert in watch.alerts if alert["type"] in ("camera_down", "camera_up")]
+    assert [alert["type"] for alert in changes] == ["camera_down", "camera_up"]
+    assert changes[0]["attempts"] == 1
+    assert changes[1]["down_s"] >= up - refused[0] - 0.25
+
+
+def test_a_camera_that_drops_now_and_then_is_never_given_up(tmp_path, server):
+    """``--max-reconnects N`` gives up after N failed attempts in a row: a stream that ends
+    every three seconds and is back at the first attempt each time is watched on, past N
+    drops (it was given up at its second drop with N = 1, as if the attempts that worked had
+    failed). The command's default N is the library's."""
+    from videvent._cli.main import cli
+    from videvent.sources.live import MAX_RECONNECTS
+
+    [option] = [p for p in cli.commands["watch"].params if p.name == "max_reconnects"]
+    assert option.default == MAX_RECONNECTS
+    stream = server(from_s=17, encode=True)    # the walker's last 3 s, then the stream ends
+    watch = Watch(stream.url, tmp_path / "live", "--max-reconnects", "1")
+    try:
+        wait_until(lambda: [a["type"] for a in watch.alerts].count("source_back") >= 3, 90,
+                   "three drops, each back at once")
+    finally:
+        watch.process.send_signal(signal.SIGINT)
+        code = watch.finish(timeout=60)
+    assert code == 0, watch.process.stderr.read()
+    [end] = [alert for alert in watch.alerts if alert["type"] == "session_end"]
+    assert end["reconnects"] >= 3
 
 
 # The installed command: pip puts it beside this Python.

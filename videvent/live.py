@@ -34,7 +34,7 @@ from .passes import open_for, prepare
 from .session import Session
 from .settings import Settings
 from .sinks import folder_sinks
-from .sources.live import LiveSource
+from .sources.live import MAX_RECONNECTS, LiveSource
 
 BUFFER_FRAMES = 64            # frames captured ahead of the detector, at most
 STATUS_EVERY_S = 1.0
@@ -136,7 +136,7 @@ class LiveMonitor:
     """One watch session; ``run()`` until the source ends, a limit is hit or ``stop()``."""
 
     def __init__(self, spec, settings: Settings, out_dir: str | os.PathLike | None, *,
-                 realtime: bool = False, max_reconnects: int | None = 10,
+                 realtime: bool = False, max_reconnects: int | None = MAX_RECONNECTS,
                  max_frames: int | None = None,
                  alerts: dict | None = None, clips: bool = True, plot: bool = True,
                  show: bool = False, status=None, sinks: list[Sink] = (),
@@ -304,7 +304,7 @@ class LiveMonitor:
 def watch(source, settings: Settings | None = None, *,
           out_dir: str | os.PathLike | None = None, sinks: list[Sink] = (),
           realtime: bool = False, max_frames: int | None = None,
-          max_reconnects: int | None = 10, clips: bool = True, plot: bool = True,
+          max_reconnects: int | None = MAX_RECONNECTS, clips: bool = True, plot: bool = True,
           alerts: dict | None = None, alert_filter: AlertFilter | None = None
           ) -> SessionSummary:
     """Watch ``source`` (a camera number, a stream URL or a file) until it ends, the range

@@ -60,8 +60,8 @@ def _serve_address(value: str) -> tuple[str, int]:
               help="One JSON line per event and camera change on stdout.")
 @click.option("--show", is_flag=True, help="A preview window with the heat map (q quits).")
 @click.option("--no-clips", is_flag=True, help="Do not write a clip per event.")
-@click.option("--max-reconnects", type=click.IntRange(0), default=10, show_default=True,
-              help="Give up after this many failed reconnections.")
+@click.option("--max-reconnects", type=click.IntRange(0), default=15, show_default=True,
+              help="Give up after this many failed reconnections in a row.")
 @click.option("--max-frames", type=click.IntRange(1), default=None, help="Stop after N frames.")
 @no_plot_option
 @click.option("-q", "--quiet", is_flag=True, help="No status line or summary.")

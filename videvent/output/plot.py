@@ -18,6 +18,7 @@ import numpy as np
 # detect(). Headless rendering is a property of these files, not of the process.
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, MaxNLocator
 
 from ..status import BLANK, CORRUPT, FROZEN, WARMUP
 from ..atomic import write_atomically
@@ -26,6 +27,9 @@ EVENT_COLOUR = "#d62728"
 PADDING_COLOUR = "#ff9896"
 WARMUP_COLOUR = "#7f7f7f"
 PROBLEM_COLOURS = {BLANK: "#7f7f7f", FROZEN: "#1f77b4", CORRUPT: "#9467bd"}
+# At most this many seconds labelled along the top (the frames along the bottom get about
+# as many).
+CLOCK_TICKS = 10
 
 
 def residual_axis_top(residual: np.ndarray, status: np.ndarray) -> float:
@@ -96,11 +100,31 @@ def residual_figure(scores: dict[str, np.ndarray], events: list[dict], *, thresh
         times = scores["time_s"]
         clock = top.secondary_xaxis("top", functions=(
             lambda f: np.interp(f, frames, times), lambda t: np.interp(t, times, frames)))
+        clock.xaxis.set_major_locator(FixedLocator(clock_ticks(frames, times)))
         clock.set_xlabel("time (s)")
     if title:
         top.set_title(title)
     figure.tight_layout()
     return figure
+
+
+def clock_ticks(frames: np.ndarray, times: np.ndarray, most: int = CLOCK_TICKS) -> list[float]:
+    """The seconds labelled along the top: round numbers inside the times recorded (one past
+    the last was drawn at the last frame, on the one before: a 64-s watch ended `60 70`),
+    none nearer the one before it than the axis's width over ``most`` (a camera lost for a
+    while puts many seconds at one frame)."""
+    first, last = float(times[0]), float(times[-1])
+    # The axis runs half a frame past the first and the last frame.
+    margin = (last - first) / max(1, len(times) - 1) / 2
+    least_apart = (frames[-1] - frames[0]) / most
+    kept: list[float] = []
+    placed = -np.inf
+    for tick in MaxNLocator(most, steps=[1, 2, 2.5, 5, 10]).tick_values(first, last):
+        at = float(np.interp(tick, times, frames))
+        if first - margin <= tick <= last + margin and at - placed >= least_apart:
+            kept.append(float(tick))
+            placed = at
+    return kept
 
 
 def _runs(frames: np.ndarray, mask: np.ndarray, bridged: np.ndarray

@@ -227,10 +227,14 @@ def render_report(folder: str | os.PathLike) -> str:
     video = (folder / "annotated.mp4").is_file()
     clips = _clips(folder, source, events)
     poster = ""
+    # With neither the annotated video nor a clip, the column of links would be empty: a
+    # line under the table says how to make them instead.
+    linked = video or bool(clips)
     if events:
         parts.append("<table class='events'><tr><th>#</th><th>start</th><th>end</th>"
                      "<th>duration</th><th>frames</th><th>what</th><th>where</th>"
-                     "<th>peak score</th><th>peak frame</th><th>see it</th></tr>")
+                     "<th>peak score</th><th>peak frame</th>"
+                     + ("<th>see it</th>" if linked else "") + "</tr>")
         for event in events:
             thumbnail = folder / "thumbnails" / f"event{event['number']:03d}.jpg"
             picture = (f"<img class='thumb' alt='event {event['number']} peak' "
@@ -253,8 +257,11 @@ def render_report(folder: str | os.PathLike) -> str:
                                f"{event['duration_s']:.2f} s", f"{cell('start_frame')}–"
                                f"{cell('end_frame')}", escape(str(event.get("kind") or "–")),
                                _where(event), f"{event['peak_score']:.1f}{note}",
-                               f"{cell('peak_frame')}<br>{picture}", "<br>".join(links)]))
+                               f"{cell('peak_frame')}<br>{picture}",
+                               *(["<br>".join(links)] if linked else [])]))
         parts.append("</table>")
+        if not linked:
+            parts.append(f"<p class='hint'>{_how_to_see_them(source)}</p>")
     else:
         parts.append("<p>No events.</p>")
     if (folder / "compare.csv").is_file():
@@ -297,13 +304,26 @@ document.querySelectorAll("a.seek").forEach(function (link) {
 </script>"""
 
 
+def _how_to_see_them(source: dict) -> str:
+    """What makes a clip of each event, for a folder that has none (HTML)."""
+    if source.get("live"):
+        return ("No clip of the events: a watch keeps one of each event unless "
+                "<code>--no-clips</code> is given.")
+    return ("No clip of the events: <code>videvent export</code> on this folder with "
+            "<code>--export-clips</code> cuts one of each event from the video (and "
+            "<code>--export-video</code> draws the annotated video), as "
+            "<code>videvent run</code> does with them.")
+
+
 def _setting_text(key: str, value) -> str:
-    """A setting as a person reads it: no Python None, True or False."""
+    """A setting as a person reads it: no Python None, True or False, nor an empty list."""
     if value is None:
         return "never" if key == "absorb_after" else "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return str(value)
+    if isinstance(value, (list, tuple)):
+        return "; ".join(map(str, value)) or "none"
+    return str(value) or "none"
 
 
 def _clips(folder: Path, source: dict, events: list[dict]) -> dict[int, str]:
@@ -344,7 +364,7 @@ td, th {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: left;
 img.plot {{ max-width: 100%; }}
 img.thumb {{ width: 320px; margin-top: 0.3em; }}
 video {{ width: 100%; max-width: 960px; background: #000; }}
-.notes li {{ color: #555; }}
+.notes li, .hint {{ color: #555; }}
 </style>
 </head>
 <body>

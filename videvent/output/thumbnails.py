@@ -1,9 +1,11 @@
-"""Event thumbnails: each event's peak frame with the overlay (see ``annotate.Overlay``), at
-the source's size up to 720 pixels high, captioned with what the event was and when (its
-number and kind, the frame's timecode), as the annotated video labels an event's frames.
+"""Event thumbnails: each event's peak frame with the overlay (see ``annotate.Overlay``), in
+the source's colours at its size up to 720 pixels high, captioned with what the event was and
+when (its number and kind, the frame's timecode), as the annotated video labels an event's
+frames.
 
 Only the best frame of each open event is kept until the event is done, so the thumbnails
-cost no second decoding and memory stays bounded.
+cost no second decoding and memory stays bounded; its colour picture is made from it then
+(``Frame.picture_to_show``), so a pass on grey frames pays for one colour picture an event.
 """
 
 from __future__ import annotations

@@ -83,19 +83,21 @@ class Frame:
     # True when `image` was scaled down to the size the caller asked of ``frames`` while
     # decoding: the detector's picture, not one to show (``picture_to_show``).
     scaled: bool = False
-    # For a scaled frame, what makes its picture at the source's size from the decoder's
-    # frame, which it holds: only the few frames that are shown pay for a full-size picture.
-    full_image: Callable[[], np.ndarray] | None = field(default=None, repr=False,
-                                                         compare=False)
+    # When no colour picture was kept: what makes the frame's BGR picture at the source's
+    # size from what the decoder gave, which it holds. Only the few frames that are shown (a
+    # thumbnail, a snapshot) pay for a colour picture; the others never make one.
+    make_picture: Callable[[], np.ndarray] | None = field(default=None, repr=False,
+                                                           compare=False)
 
     def picture_to_show(self) -> np.ndarray | None:
-        """The picture to show: the kept colour one, else the frame's picture at the source's
-        size, else None (it must be decoded again to be shown)."""
+        """The picture to show, in the source's colour where it has any: the kept colour one,
+        else one made now, else the frame's own picture at the source's size, else None (it
+        must be decoded again to be shown)."""
         if self.colour is not None:
             return self.colour
-        if not self.scaled:
-            return self.image
-        return None if self.full_image is None else self.full_image()
+        if self.make_picture is not None:
+            return self.make_picture()
+        return None if self.scaled else self.image
 
 
 class SourceError(ValueError):

@@ -6,6 +6,7 @@ with `image=None`; images of another size are resized to the size of the first r
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -119,7 +120,10 @@ class ImageSequenceSource(FrameSource):
         # Read again in colour rather than convert: decoders give grey their own way (JPEG's
         # luma channel), and the detector must see what a grey source gives it.
         kept = self._load(index, cv2.IMREAD_COLOR) if self._keep_colour else None
-        return Frame(index, index / self.fps, image, kept)
+        # Not kept: read again in colour only if the frame is shown (its thumbnail).
+        made = (functools.partial(self._load, index, cv2.IMREAD_COLOR)
+                if kept is None and image is not None else None)
+        return Frame(index, index / self.fps, image, kept, make_picture=made)
 
     def _load(self, index: int, flags: int) -> np.ndarray | None:
         image = _imread(self._paths[index], flags)

@@ -20,7 +20,13 @@ from dataclasses import dataclass, replace
 from ..timecode import format_timecode
 from .base import Frame, FrameSource, SourceError
 
-FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 10.0
+# The waits between attempts to (re)open a camera: half a second, doubling, then every five
+# seconds for as long as it is tried (Frigate and Motion try again every few seconds), so a
+# camera that answers again is watched within five seconds.
+FIRST_BACKOFF_S, MAX_BACKOFF_S = 0.5, 5.0
+# Failed attempts in a row before a camera is given up (``--max-reconnects``): about a minute
+# of them, as long as a camera takes to restart.
+MAX_RECONNECTS = 15
 
 
 class Backoff:
@@ -55,15 +61,16 @@ class SourceNews:
 
 class LiveSource(FrameSource):
     """``source`` watched until it ends, the range or ``max_frames`` is reached, or ``stop``
-    is set; ``reopen()`` opens it again after it drops (SourceError while it cannot), at most
-    ``max_reconnects`` times in a row (None: for ever; ``gave_up`` says it stopped trying).
+    is set; ``reopen()`` opens it again after it drops (SourceError while it cannot), until
+    ``max_reconnects`` attempts in a row have failed (None: for ever; ``gave_up`` says it
+    stopped trying; ``reconnects`` counts every attempt of the session).
 
     Its name, address, rate and size are the first source's. ``frames()`` yields frames and,
     between them, ``SourceNews``; one pass only.
     """
 
     def __init__(self, source: FrameSource, reopen: Callable[[], FrameSource], *,
-                 realtime: bool = False, max_reconnects: int | None = 10,
+                 realtime: bool = False, max_reconnects: int | None = MAX_RECONNECTS,
                  max_frames: int | None = None, stop: threading.Event | None = None):
         self._source: FrameSource | None = source
         self.reopen, self.realtime = reopen, realtime
@@ -121,8 +128,9 @@ class LiveSource(FrameSource):
                     return
                 yield SourceNews("lost", index, time.monotonic() - started)
                 source = self._source = None
+                failed = 0      # in a row: a camera that drops now and then is never given up
                 while source is None and not self.stop.is_set():
-                    if self.max_reconnects is not None and self.reconnects >= self.max_reconnects:
+                    if self.max_reconnects is not None and failed >= self.max_reconnects:
                         self.gave_up = True
                         return
                     backoff.wait(self.stop)
@@ -130,6 +138,7 @@ class LiveSource(FrameSource):
                     try:
                         source = self._source = self.reopen()
                     except SourceError:
+                        failed += 1
                         continue
                     backoff.reset()
                     yield SourceNews("back", index, time.monotonic() - started)

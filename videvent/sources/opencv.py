@@ -9,6 +9,7 @@ returns whatever the first plane holds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 
@@ -109,8 +110,11 @@ class OpenCVSource(FrameSource):
                 yield Frame(index, index / self.fps, None)
             else:
                 kept = _bgr(image) if self._keep_colour else None
-                image = _bgr(image) if self._colour else _grey(image)
-                yield Frame(index, self._time(index), image, kept)
+                # Not kept: the decoded picture is held (until the frame is done with), and
+                # made BGR only if the frame is shown (its thumbnail).
+                made = functools.partial(_bgr, image) if kept is None else None
+                working = _bgr(image) if self._colour else _grey(image)
+                yield Frame(index, self._time(index), working, kept, make_picture=made)
 
     def _seek(self, start: int) -> None:
         """Put the capture at frame `start`, or at frame 0 when it cannot seek (then frames()

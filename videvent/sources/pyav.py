@@ -298,10 +298,13 @@ class PyAVSource(FrameSource):
         # outputs would set up its scaler again for every frame.
         kept = (reformatter.colour.reformat(frame, format="bgr24").to_ndarray()
                 if self._keep_colour and keep else None)
+        # Not kept: made from the decoder's frame if the frame is shown (its thumbnail).
+        made = functools.partial(_colour_picture, frame) if kept is None else None
         if size is None or size == (frame.width, frame.height):
-            return Frame(index, time_s, self._image(frame, reformatter.working), kept)
+            return Frame(index, time_s, self._image(frame, reformatter.working), kept,
+                         make_picture=made)
         return Frame(index, time_s, self._scaled_image(frame, reformatter.working, size), kept,
-                     scaled=True, full_image=functools.partial(self._full_image, frame))
+                     scaled=True, make_picture=made)
 
     def _image(self, frame: av.VideoFrame, reformatter: VideoReformatter) -> np.ndarray:
         if self._colour:
@@ -313,10 +316,6 @@ class PyAVSource(FrameSource):
         luma = luma.reshape(frame.height, plane.line_size)[:, : frame.width]
         # Copy (or map) out of the decoder's buffer, which is reused for later frames.
         return luma.copy() if _full_range(frame) else limited_to_full_range(luma)
-
-    def _full_image(self, frame: av.VideoFrame) -> np.ndarray:
-        """The picture at the source's size, made when a scaled frame is shown."""
-        return self._image(frame, VideoReformatter())
 
     def _scaled_image(self, frame: av.VideoFrame, reformatter: VideoReformatter,
                       size: tuple[int, int]) -> np.ndarray:
@@ -384,6 +383,11 @@ def _sample_size(frame: av.VideoFrame | None, size: tuple[int, int] | None
     there too, the demo clip's reference learned the visitor, in view 75% of its time, as the
     scene and flagged the empty room it starts with (a weakness of the reference itself)."""
     return size if frame is not None and frame.interlaced_frame else None
+
+
+def _colour_picture(frame: av.VideoFrame) -> np.ndarray:
+    """The frame's BGR picture at its own size, made when it is shown."""
+    return VideoReformatter().reformat(frame, format="bgr24").to_ndarray()
 
 
 class _Reformatters:
