@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from .alerts import AlertSink, AlertSinks
 from .live import LiveMonitor, SessionSummary, safe_name
+from .output.store import STORE_NAME, store_folder
 from .settings import (CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME, SettingError,
                        Settings, shown_camera_name)
 from .sources import SourceError
@@ -241,15 +242,30 @@ def result_folders(camera: Camera, out_dir: str | os.PathLike | None,
     return sorted(folder for folder in found if folder.is_dir())[-PAST_FOLDERS:]
 
 
+def event_store_path(camera: Camera, out_dir: str | os.PathLike | None,
+                     several: bool = False) -> Path:
+    """The event store a watch of ``camera`` writes (``output.store``): ``events.db`` in the
+    folder given with ``-d`` (``out_dir``: a camera's folder, or ``several`` cameras'
+    folder), or in the folder the dated session folders are made in (a file's own folder
+    when it is watched alone, else the current one)."""
+    if out_dir is not None:
+        return store_folder(out_dir) / STORE_NAME
+    if not several and isinstance(camera.source, str) and os.path.isfile(camera.source):
+        return Path(os.path.dirname(camera.source)) / STORE_NAME
+    return Path(STORE_NAME)
+
+
 def watch_cameras(cameras: list[Camera], out_dir: str | os.PathLike | None,
                   monitor_options: dict, sinks_of, report) -> list[CameraWatch]:
     """Start one ``CameraWatch`` per camera, their results in ``out_dir``/NAME (default:
-    ``videvent-watch-<date-time>`` in the current folder); ``sinks_of(camera)``: the extra
-    sinks of a camera; ``report(line)``: says a camera's trouble. Returns them started."""
+    ``videvent-watch-<date-time>`` in the current folder), their events in one store (that
+    of ``out_dir``, or of the current folder); ``sinks_of(camera)``: the extra sinks of a
+    camera; ``report(line)``: says a camera's trouble. Returns them started."""
     root = Path(out_dir if out_dir is not None
                 else f"videvent-watch-{time.strftime('%Y%m%d-%H%M%S')}")
-    watches = [CameraWatch(camera, root / camera.name, monitor_options, sinks_of(camera),
-                           report) for camera in cameras]
+    store = store_folder(root) / STORE_NAME
+    watches = [CameraWatch(camera, root / camera.name, {"store": store, **monitor_options},
+                           sinks_of(camera), report) for camera in cameras]
     for watch in watches:
         watch.start()
     return watches

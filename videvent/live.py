@@ -19,6 +19,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from .engine import Engine
 from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.names import PLOT_NAME, REPORT_NAME
+from .output.store import STORE_NAME, EventStore, StoreSink, check_store, store_folder
 from .output.sink import Sink
 from .passes import open_for, prepare
 from .session import Session
@@ -141,11 +143,14 @@ class LiveMonitor:
                  show: bool = False, status=None, sinks: list[Sink] = (),
                  colour_pictures: bool = False,
                  camera: str | None = None, name: str | None = None,
-                 alert_sink: AlertSink | None = None):
+                 alert_sink: AlertSink | None = None,
+                 store: str | os.PathLike | bool | None = None):
         """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
         camera's name, which names its folder, files and report (default: the source's).
         ``alert_sink``: the camera's alerts, made before it opened (``alerts`` and ``camera``
-        are then its), logged into this session's folder from now on."""
+        are then its), logged into this session's folder from now on. ``store``: the event
+        store's path (None: ``events.db`` where ``output.store.store_folder`` puts it for
+        this folder; False: none)."""
         _check_options(alerts, max_frames, max_reconnects)   # before anything is opened
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
@@ -179,6 +184,14 @@ class LiveMonitor:
             is_file = isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec)
             out_dir = os.path.join(os.path.dirname(os.fspath(spec)), name) if is_file else name
         self.out_dir = check_destination(out_dir)
+        store = None if store is False else Path(
+            store if store is not None else store_folder(self.out_dir) / STORE_NAME)
+        try:
+            if store is not None:
+                check_store(store)       # a user's file of its name: refused, nothing made
+        except ValueError:
+            self._source.close()
+            raise
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale(self.out_dir)
@@ -190,6 +203,12 @@ class LiveMonitor:
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None
+        # Opened now: a file there that is not videvent's store is refused before the watch.
+        try:
+            self.store = None if store is None else EventStore(store)
+        except ValueError:
+            self._source.close()
+            raise
         if alert_sink is None:
             alert_sink = AlertSink(AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {})),
                                    camera=camera, name=name)
@@ -253,6 +272,8 @@ class LiveMonitor:
                     "results": os.path.abspath(self.out_dir)})
             finally:
                 session.close()
+                if self.store is not None:
+                    self.store.close()
         try:
             if self.plot:
                 from .output.report import write_plot, write_report
@@ -273,6 +294,8 @@ class LiveMonitor:
         settings, source = self.settings, self._source
         sinks = folder_sinks(source, settings, run.preprocess.regions, self.out_dir,
                              thumbnails=True, clips=self.clips)
+        if self.store is not None:
+            sinks.append(StoreSink(self.store, self.out_dir))
         clips = next((sink for sink in sinks if isinstance(sink, ClipSink)), None)
         self._alert_sink.clip_of = clips.path_of if clips else None
         sinks.append(self._alert_sink)

@@ -259,7 +259,7 @@ class Session:
         self._start_record: dict | None = None   # ``finish``'s: how the start was judged
         source = run.source
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
-                                source.height, run.levels.threshold, run.settings)
+                                source.height, run.levels.threshold, run.settings, self.started)
 
     def start(self) -> None:
         self._tell("on_start", self.info)

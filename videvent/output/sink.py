@@ -24,6 +24,7 @@ class SessionInfo:
     height: int
     threshold: float   # the score that starts an event
     settings: Any      # videvent.settings.Settings
+    started: str = ""  # when the session started (UTC, ISO 8601), as its records say
 
 
 class Sink:
