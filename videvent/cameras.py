@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from .alerts import AlertSink, AlertSinks
 from .live import LiveMonitor, SessionSummary, safe_name
 from .output.store import STORE_NAME, store_folder
-from .settings import (CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME, SettingError,
-                       Settings, shown_camera_name)
+from .settings import (CAMERA_NAME, CAMERA_NAME_RULE, CAMERA_SPECS, MAX_CAMERA_NAME,
+                       SettingError, Settings, parse_size, shown_camera_name)
 from .sources import SourceError
 from .sources.live import Backoff
 
@@ -35,6 +35,9 @@ class Camera:
     name: str
     source: str | int
     settings: Settings
+    # Retention: days its events are kept, bytes they may take on disk (None: no limit).
+    keep_days: float | None = None
+    max_disk: int | None = None
 
 
 def source_camera_name(source: str | int) -> str:
@@ -51,11 +54,14 @@ def source_camera_name(source: str | int) -> str:
 
 def name_cameras(sources: tuple[str, ...], settings: Settings,
                  configured: dict[str, tuple[str | int, dict]],
-                 names: tuple[str, ...] = ()) -> list[Camera]:
+                 names: tuple[str, ...] = (), retention: dict | None = None) -> list[Camera]:
     """The cameras of a watch: the config file's (their own settings over the global ones),
     then the command line's, the first of them named by ``names`` (``--name``, in order), the
-    rest after their source, made unique with -2, -3... ValueError (one line) for more names
-    than sources, a name that cannot name a folder, or two cameras given the same name."""
+    rest after their source, made unique with -2, -3... ``retention``: the watch's ``keep``
+    and ``max_disk`` (``CAMERA_SPECS``), which a camera's own override. ValueError (one line)
+    for more names than sources, a name that cannot name a folder, or two cameras given the
+    same name."""
+    retention = {name: value for name, value in (retention or {}).items() if value is not None}
     if len(names) > len(sources):
         raise ValueError(f"{len(names)} --name for {len(sources)} source(s) on the command "
                          "line: one name per source, in order")
@@ -78,15 +84,23 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
         return candidate
 
     for name, (source, values) in configured.items():
+        kept = {**retention, **{key: values[key] for key in CAMERA_SPECS if key in values}}
         try:
-            own = settings.replace(**values)
+            own = settings.replace(**{key: value for key, value in values.items()
+                                      if key not in CAMERA_SPECS})
         except ValueError as error:
             raise ValueError(f"camera '{name}': {error}") from None
-        cameras.append(Camera(name, source, own))
+        cameras.append(Camera(name, source, own, *_retention(kept)))
     for index, source in enumerate(sources):
         name = names[index] if index < len(names) else unique(source_camera_name(source))
-        cameras.append(Camera(name, source, settings))
+        cameras.append(Camera(name, source, settings, *_retention(retention)))
     return cameras
+
+
+def _retention(values: dict) -> tuple[float | None, int | None]:
+    """(days kept, bytes allowed) from ``keep`` and ``max_disk`` as given (checked already)."""
+    size = values.get("max_disk")
+    return values.get("keep"), None if size is None else parse_size(size)
 
 
 # Settings that only a file has a use for: where to start in it, a model seeded from frames
@@ -144,7 +158,9 @@ def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: 
         while not stopping.is_set():
             try:
                 return LiveMonitor(camera.source, camera.settings, out_dir, sinks=sinks,
-                                   name=camera.name, alert_sink=alerts, **options)
+                                   name=camera.name, alert_sink=alerts,
+                                   keep_days=camera.keep_days, max_disk=camera.max_disk,
+                                   **options)
             except SourceError as error:
                 if not is_live_spec(camera.source) or (limit is not None and failures >= limit):
                     given_up = CameraNotOpened(

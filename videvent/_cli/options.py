@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..settings import ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS, WATCH_SPECS
+from ..settings import (ALL_SPECS, CAMERA_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS,
+                        WATCH_SPECS)
 from ..settings import Settings, Spec, load_config, never_to_none, option_name
 
 
@@ -52,7 +53,7 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
               "max_reconnects", "names", "scheduler", "workers", "chunk_minutes"),
     "Output": ("out", "out_dir", "export_video", "video", "video_path", "clips", "no_clips",
                "clip_template", "clip_mode", "overlay", "bounding_box", "no_plot", "json_lines",
-               "show", "as_json", "as_csv"),
+               "show", "as_json", "as_csv", "keep", "max_disk"),
     "Which events": ("since", "until", "hours", "camera", "kind", "region"),
     "Sensitivity": ("threshold", "threshold_low", "min_event_length", "merge_gap",
                     "time_before_event", "time_post_event", "absorb_after"),
@@ -221,8 +222,9 @@ def no_plot_option(function):
 
 
 def watch_setting_options(function):
-    """``watch``'s own settings (``WATCH_SPECS``: where its news go), as options."""
-    for name in reversed(WATCH_SPECS):
+    """``watch``'s own settings (``WATCH_SPECS``: where its news go; ``CAMERA_SPECS``: how
+    long and how much of each camera's events it keeps), as options."""
+    for name in reversed([*WATCH_SPECS, *CAMERA_SPECS]):
         function = setting_option(name)(function)
     return function
 

@@ -341,7 +341,8 @@ class DashboardSink(Sink):
                        "detail": detail, "since": since})
 
     def on_stats(self, stats: dict) -> None:
-        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms")
+        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms",
+                                                    "disk_bytes", "disk_cap", "oldest_kept")
                         if key in stats})
         with self.camera.lock:
             self.camera.stats = shown

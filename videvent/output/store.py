@@ -33,7 +33,8 @@ STORE_NAME = "events.db"
 # database of the same name is never written into.
 APPLICATION_ID = 0x76646576
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 10_000     # another watch writing into the same store: wait this long
+BUSY_TIMEOUT_MS = 10_000
+WAL_LIMIT_BYTES = 256 * 1024  # the write-ahead log cut back to this after a checkpoint     # another watch writing into the same store: wait this long
 # A session folder a watch names by default (videvent-watch-[NAME-]YYYYmmdd-HHMMSS): one per
 # session, so the store goes in the folder it is made in.
 DATED_FOLDER = re.compile(r"videvent-watch-(?:.+-)?\d{8}-\d{6}")
@@ -58,6 +59,7 @@ CREATE TABLE IF NOT EXISTS events (
     folder TEXT NOT NULL,
     thumbnail TEXT,
     clip TEXT,
+    bytes INTEGER NOT NULL DEFAULT 0,
     record TEXT NOT NULL,
     UNIQUE (camera, session_started, number)
 );
@@ -200,6 +202,8 @@ class EventStore:
         # FULL: a committed event survives a power cut, not only a killed process.
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = FULL")
+        db.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
+        db.execute(f"PRAGMA wal_autocheckpoint = {WAL_LIMIT_BYTES // 4096}")
         if version < SCHEMA_VERSION:
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -237,6 +241,7 @@ class EventStore:
         ``clip``, its ``session_started``) of ``camera``, whose result folder is ``folder``,
         in one committed transaction. ``clock_origin``: the Unix time of the stream's second
         0 (its wall-clock start). OSError (naming the store) when it cannot be written."""
+        size = sum(_size(record.get(kind)) for kind in ("thumbnail", "clip"))
         start_ts = clock_origin + float(record["start_time_s"])
         end_ts = clock_origin + float(record["end_time_s"])
         row = (camera, record["session_started"], int(record["number"]), utc_text(start_ts),
@@ -246,14 +251,60 @@ class EventStore:
                json.dumps(list(record.get("regions") or [])), record.get("peak_score"),
                record.get("peak_frame"), self._relative(folder),
                self._relative(record.get("thumbnail")), self._relative(record.get("clip")),
-               json.dumps(record, default=str))
+               size, json.dumps(record, default=str))
         try:
             with self._lock:
                 self._db.execute(
                     "INSERT OR REPLACE INTO events (camera, session_started, number, "
                     "start_utc, end_utc, start_ts, end_ts, start_time_s, end_time_s, kind, "
-                    "box, regions, peak_score, peak_frame, folder, thumbnail, clip, record) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                    "box, regions, peak_score, peak_frame, folder, thumbnail, clip, bytes, "
+                    "record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row)
+        except sqlite3.Error as error:
+            raise _as_os_error(error, self.path) from None
+
+    # -- retention --------------------------------------------------------------------------
+    def size(self) -> int:
+        """The bytes the store's files take (the database and its write-ahead log)."""
+        return sum(_size(self.path.with_name(self.path.name + suffix))
+                   for suffix in ("", "-wal", "-shm"))
+
+    def usage(self, camera: str) -> tuple[int, float | None]:
+        """The bytes ``camera``'s events' files took when written, and when its oldest
+        event kept started (None: it has none)."""
+        return self._read("SELECT coalesce(sum(bytes), 0), min(start_ts) FROM events "
+                          "WHERE camera = ?", (camera,))[0]
+
+    def oldest(self, camera: str, before: float | None = None) -> StoredEvent | None:
+        """``camera``'s oldest event (that started before ``before``), or None."""
+        found = self.events(camera=camera, until=before, limit=1)
+        return found[0] if found else None
+
+    def shared(self, event: StoredEvent, path: Path) -> bool:
+        """Whether another event of the store names ``path`` as its thumbnail or clip (a
+        later session into the same folder reuses the numbers, and so the names)."""
+        relative = self._relative(path)
+        return self._read("SELECT count(*) FROM events WHERE id != ? AND (thumbnail = ? OR "
+                          "clip = ?)", (event.id, relative, relative))[0][0] > 0
+
+    def remove(self, event: StoredEvent) -> None:
+        """``event``'s row, in one committed transaction (OSError when it cannot be)."""
+        try:
+            with self._lock:
+                self._db.execute("DELETE FROM events WHERE id = ?", (event.id,))
+        except sqlite3.Error as error:
+            raise _as_os_error(error, self.path) from None
+
+    def kept(self, camera: str, keys: list[tuple[str, int]]) -> bool:
+        """Whether any of ``camera``'s events of ``keys`` ((session_started, number)) is in
+        the store."""
+        return any(self._read("SELECT 1 FROM events WHERE camera = ? AND session_started = ? "
+                              "AND number = ? LIMIT 1", (camera, *key)) for key in keys)
+
+    def _read(self, query: str, values: tuple) -> list:
+        try:
+            with self._lock:
+                return self._db.execute(query, values).fetchall()
         except sqlite3.Error as error:
             raise _as_os_error(error, self.path) from None
 
@@ -314,15 +365,22 @@ class StoreSink(Sink):
         self.camera, self.started = info.name, info.started
 
     def on_frame(self, frame, score, event_number) -> None:
-        if self.clock_origin is None:
-            # The wall clock of the stream's second 0, from its first frame (a live stream's
-            # seconds are the capture's clock: its events are dated within the latency).
-            self.clock_origin = time.time() - frame.time_s
+        # The wall clock of the stream's second 0, from the latest frame: a live stream's
+        # seconds are its capture's clock (its events are dated within the latency); a file
+        # read faster than it plays is dated as it was read, never in the future.
+        self.clock_origin = time.time() - frame.time_s
 
     def on_event_end(self, event, files: dict[str, str]) -> None:
         record = {**event.to_dict(), **files, "session_started": self.started}
         self.store.add(self.camera, self.folder, record,
                        time.time() if self.clock_origin is None else self.clock_origin)
+
+
+def _size(path) -> int:
+    try:
+        return os.stat(path).st_size if path else 0
+    except OSError:
+        return 0
 
 
 def _as_os_error(error: sqlite3.Error, path: Path) -> OSError:
