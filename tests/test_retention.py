@@ -8,8 +8,6 @@ served by ffmpeg, shortened: a small cap, small clips, a small rotation size."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli, sample
+from conftest import run_cli, sample
 from test_watch import FFMPEG, server  # noqa: F401
 from test_watch_dashboard import URL_LINE
 
@@ -175,3 +173,40 @@ def test_a_bad_size_or_days_is_one_line(tmp_path):
     result = run_cli("watch", "-c", config, cwd=tmp_path)
     assert result.returncode == 2 and "max-disk" in result.stderr, result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def mounted_disk(folder: Path, size: str) -> bool:
+    """A small file system of its own at ``folder`` (tmpfs), where this machine allows it."""
+    folder.mkdir()
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True).returncode == 0
+
+
+def test_a_nearly_full_disk_frees_space_by_the_same_rule_before_a_clip_fails(tmp_path):
+    """A watch on a disk of 1.2 MB (its own tmpfs) with retention asked: the oldest events go
+    to keep room for the next clip, and no clip meets the full disk."""
+    disk = tmp_path / "disk"
+    if FFMPEG is None or not mounted_disk(disk, "1200k"):
+        pytest.skip("needs ffmpeg and the right to mount a tmpfs (root)")
+    try:
+        clip, _ = sample("person_visit")
+        long = tmp_path / "long.mp4"            # 15 visits, one after the other
+        subprocess.run([FFMPEG, "-loglevel", "error", "-stream_loop", "14", "-i", str(clip),
+                        "-c", "copy", str(long)], check=True)
+        out = disk / "shop"
+        result = run_cli("watch", long, "-d", out, "--name", "shop", "--max-disk", "1GB",
+                         "--no-plot", "--json")
+        assert result.returncode == 0, result.stderr
+        assert "No space left" not in result.stderr, result.stderr
+        ends = [alert["event"] for alert in map(json.loads, result.stdout.splitlines())
+                if alert["type"] == "end"]
+        with sqlite3.connect(out / "events.db") as db:
+            kept = db.execute("SELECT number, clip, thumbnail FROM events ORDER BY number")
+            kept = kept.fetchall()
+        db.close()
+        assert 0 < len(kept) < len(ends) and kept[-1][0] == ends[-1], (kept, ends)
+        for _, clip_name, thumbnail in kept:     # every event kept has its files
+            assert clip_name and (out / clip_name).is_file()
+            assert thumbnail and (out / thumbnail).is_file()
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

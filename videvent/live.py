@@ -214,6 +214,10 @@ class LiveMonitor:
         except ValueError:
             self._source.close()
             raise
+        except OSError as error:           # a full disk: the watch goes on without it
+            self.store = None
+            print(f"videvent: warning: cannot write '{store}': {error.strerror or error}; "
+                  f"watching on, without what cannot be written", file=sys.stderr, flush=True)
         if alert_sink is None:
             alert_sink = AlertSink(AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {})),
                                    camera=camera, name=name)

@@ -4,11 +4,11 @@ bytes, the oldest going first, and removes only what it wrote.
 What counts toward a camera's disk: its events' thumbnails and clips, over every session (their
 sizes as the event store recorded them when they were written), the logs of its current
 result folder (``scores.csv``, ``events.json``, ``events.jsonl`` and its rotated parts,
-``alerts.jsonl``) and the event store itself. While they exceed ``max_disk``, while an event is older than ``keep_days``,
-or while the file system has less free space than a reserve (so that a clip being written
-does not meet a full disk), the camera's oldest event goes: its clip and thumbnail (only the
-files the store names, inside its own result folder, and not rewritten since by a later
-session into that folder), then its row in the store. An events file rotated away
+``alerts.jsonl``) and the event store itself. While they exceed ``max_disk``, while an event
+is older than ``keep_days``, or while the file system has less free space than a reserve (so
+that a clip being written does not meet a full disk), the camera's oldest event goes: its clip
+and thumbnail (only the files the store names, inside its own result folder, and not
+rewritten since by a later session into that folder), then its row in the store. An events file rotated away
 (``events.jsonl.N``) goes once none of its events is kept. Nothing else is ever removed: a
 file of the user's in the folder is in no event's record.
 """
@@ -29,8 +29,9 @@ LOG_NAMES = ("scores.csv", "events.json", "alerts.jsonl")
 KEEP_CHECK_EVERY_S = 60.0        # events past keep_days are looked for this often at least
 USAGE_EVERY_S = 5.0              # the disk used, as the dashboard shows it, recounted
 # The free space kept on the file system when retention is on: room for the clips being
-# written (a minute of 720p H.264 is about 20 MB).
+# written (a minute of 720p H.264 is about 20 MB); on a small one, a share of it.
 FREE_RESERVE_BYTES = 64 * 1000 * 1000
+FREE_RESERVE_SHARE = 0.05
 MTIME_SLACK_S = 120.0            # a file written this long after its event ended is another's
 
 
@@ -105,11 +106,16 @@ class Retention(Sink):
         self._keep_free()
 
     def _keep_free(self) -> None:
-        """Free space on the file system kept above ``FREE_RESERVE_BYTES`` (only with a
-        retention asked: a watch without one never removes anything)."""
+        """Free space on the file system kept above ``FREE_RESERVE_BYTES`` (or
+        ``FREE_RESERVE_SHARE`` of a smaller one), and above twice the largest event kept
+        (only with a retention asked: a watch without one never removes anything)."""
         if self.keep_days is None and self.max_disk is None:
             return
-        while shutil.disk_usage(self.folder).free < FREE_RESERVE_BYTES:
+        disk = shutil.disk_usage(self.folder)
+        # Room for the next clip at least: twice the largest event kept.
+        reserve = max(min(FREE_RESERVE_BYTES, disk.total * FREE_RESERVE_SHARE),
+                      2 * self.store.largest(self.camera))
+        while shutil.disk_usage(self.folder).free < reserve:
             event = self.store.oldest(self.camera)
             if event is None:
                 break

@@ -33,8 +33,8 @@ STORE_NAME = "events.db"
 # database of the same name is never written into.
 APPLICATION_ID = 0x76646576
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 10_000
-WAL_LIMIT_BYTES = 256 * 1024  # the write-ahead log cut back to this after a checkpoint     # another watch writing into the same store: wait this long
+BUSY_TIMEOUT_MS = 10_000      # another watch writing into the same store: wait this long
+WAL_LIMIT_BYTES = 256 * 1024  # the write-ahead log checkpointed and cut back at this size
 # A session folder a watch names by default (videvent-watch-[NAME-]YYYYmmdd-HHMMSS): one per
 # session, so the store goes in the folder it is made in.
 DATED_FOLDER = re.compile(r"videvent-watch-(?:.+-)?\d{8}-\d{6}")
@@ -158,8 +158,8 @@ class EventStore:
 
     def __init__(self, path: str | os.PathLike, *, create: bool = True):
         """Open the store at ``path``; ``create``: make it if it does not exist (else
-        StoreError). StoreError, one line, for a file that is not videvent's store or that
-        cannot be opened."""
+        StoreError). StoreError, one line, for a file that is not videvent's store or (to
+        read) that cannot be opened; OSError when it cannot be made or written."""
         self.path = Path(path)
         self.folder = self.path.parent
         self._lock = threading.Lock()
@@ -176,9 +176,10 @@ class EventStore:
             self._prepare(existed, create)
         except sqlite3.DatabaseError as error:
             self._db.close()
-            if existed and isinstance(error, sqlite3.DatabaseError) and "not a database" in str(
-                    error):
+            if existed and "not a database" in str(error):
                 raise StoreError(_NOT_OURS.format(self.path)) from None
+            if create:          # a full disk, a read-only folder: said, and the watch goes on
+                raise _as_os_error(error, self.path) from None
             raise StoreError(f"cannot open the event store '{self.path}': {error}") from None
         except StoreError:
             self._db.close()
@@ -274,6 +275,11 @@ class EventStore:
         event kept started (None: it has none)."""
         return self._read("SELECT coalesce(sum(bytes), 0), min(start_ts) FROM events "
                           "WHERE camera = ?", (camera,))[0]
+
+    def largest(self, camera: str) -> int:
+        """The bytes of ``camera``'s largest event kept (0: none)."""
+        return self._read("SELECT coalesce(max(bytes), 0) FROM events WHERE camera = ?",
+                          (camera,))[0][0]
 
     def oldest(self, camera: str, before: float | None = None) -> StoredEvent | None:
         """``camera``'s oldest event (that started before ``before``), or None."""
