@@ -163,6 +163,8 @@ class Retention(Sink):
         return not self.store.shared(event, path)
 
     def _drop_rotated_logs(self, folder: Path) -> None:
+        """The oldest rotated parts of ``folder``'s events file none of whose events is kept
+        (events go oldest first: a later part empties only after the earlier ones)."""
         for path in rotated_logs(folder):
             keys = []
             try:
@@ -170,9 +172,10 @@ class Retention(Sink):
                     record = json.loads(line)
                     keys.append((record.get("session_started"), record.get("number")))
             except (OSError, ValueError, AttributeError):
-                continue                        # not one it can read: left alone
-            if not self.store.kept(self.camera, keys):
-                path.unlink(missing_ok=True)
+                return                          # not one it can read: left alone
+            if self.store.kept(self.camera, keys):
+                return
+            path.unlink(missing_ok=True)
 
     @staticmethod
     def _logs(folder: Path) -> list[Path]:

@@ -69,6 +69,19 @@ CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, start_ts);
 """
 
 
+_OPENING = threading.Lock()
+OPEN_ATTEMPTS = 20
+OPEN_RETRY_S = 0.1
+YOUNG_S = 5.0                 # a store this new may be under construction by another watch
+
+
+def _young(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime < YOUNG_S
+    except OSError:
+        return False
+
+
 class StoreError(ValueError):
     """A store that cannot be opened or read: one line, naming the file."""
 
@@ -166,6 +179,19 @@ class EventStore:
         if not create and not self.path.is_file():
             raise StoreError(f"no event store at '{self.path}' (a watch writes one as its "
                              f"events end)")
+        # The cameras of one watch open their store at once: one at a time, so none reads it
+        # while another is making it (other processes: ``_young`` below).
+        with _OPENING:
+            for attempt in range(OPEN_ATTEMPTS):
+                try:
+                    self._open(create)
+                    return
+                except StoreError:
+                    if attempt + 1 == OPEN_ATTEMPTS or not _young(self.path):
+                        raise
+                time.sleep(OPEN_RETRY_S)     # another process is making it: read it again
+
+    def _open(self, create: bool) -> None:
         existed = self.path.is_file() and self.path.stat().st_size > 0
         try:
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
