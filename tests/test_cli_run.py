@@ -477,9 +477,11 @@ def test_output_dir_in_the_users_own_config_file_is_the_folder_of_every_result(t
     for name in ("walker", "lighting"):
         videvent("run", sample(name)[0])
     videvent("watch", sample("walker")[0], "--max-frames", 30)
-    assert sorted(p.name for p in results.iterdir() if not p.name.startswith("videvent-watch-")
+    assert sorted(p.name for p in results.iterdir()
+                  if not p.name.startswith(("videvent-watch-", "events.db"))
                   ) == ["lighting.videvent", "walker.videvent"]
     assert len(list(results.glob("videvent-watch-walker-*"))) == 1
+    assert (results / "events.db").is_file()     # the watch's event store, beside its folders
     for name in ("walker", "lighting"):
         document = json.loads((results / f"{name}.videvent" / "events.json").read_text())
         assert document["source"]["name"] == name

@@ -209,8 +209,8 @@ def test_top_level_help_gives_each_command_a_whole_sentence():
     result = subprocess.run([sys.executable, "-m", "videvent", "--help"], capture_output=True,
                             text=True, timeout=60)
     commands = result.stdout.split("Commands:", 1)[1].strip().splitlines()
-    assert [line.split()[0] for line in commands] == ["batch", "export", "report", "run",
-                                                      "watch"]
+    assert [line.split()[0] for line in commands] == ["batch", "events", "export", "report",
+                                                      "run", "watch"]
     for line in commands:
         assert line.endswith(".") and not line.endswith("..."), line
 
@@ -515,14 +515,15 @@ def test_readme_guarantees_name_the_real_limits_and_the_reverse_proxy():
 
 def test_what_the_readmes_commands_write_in_the_checkout_is_ignored_by_git():
     """The quick start's result folder, an `-d NAME.out` of the examples, a watch's session
-    folder beside a sample (issue 29) and the camera to try it on's (issue 54): none shows up
-    as a change to commit."""
+    folder beside a sample (issue 29), the camera to try it on's and the event store (issue
+    54): none shows up as a change to commit."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     written = ["sample_videos/person_visit.videvent/events.json", "person_visit.out/events.json",
                "sample_videos/videvent-watch-walker-20261127-120000/events.json",
                "videvent-watch-20261127-120000/door/events.json",
-               "videvent-watch-demo-20261206-120000/events.json"]
+               "videvent-watch-demo-20261206-120000/events.json",
+               "sample_videos/events.db", "events.db", "events.db-wal"]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT,
                              capture_output=True, text=True)
     assert sorted(ignored.stdout.split()) == sorted(written)

@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 from .alerts import AlertSink, AlertSinks
 from .kinds import AlertFilter
 from .live import LiveMonitor, SessionSummary, safe_name
-from .settings import (ALERT_SPECS, CAMERA_NAME, CAMERA_NAME_RULE, MAX_CAMERA_NAME,
-                       SettingError, Settings, shown_camera_name)
+from .output.store import STORE_NAME, store_folder
+from .settings import (ALERT_SPECS, CAMERA_NAME, CAMERA_NAME_RULE, CAMERA_SPECS,
+                       MAX_CAMERA_NAME, SettingError, Settings, parse_size, shown_camera_name)
 from .sources import SourceError
 from .sources.live import Backoff
 
@@ -38,6 +39,9 @@ class Camera:
     source: str | int
     settings: Settings
     alert_filter: AlertFilter = field(default_factory=AlertFilter)
+    # Retention: days its events are kept, bytes they may take on disk (None: no limit).
+    keep_days: float | None = None
+    max_disk: int | None = None
 
 
 def camera_alert_filter(settings: Settings, alerts: dict) -> AlertFilter:
@@ -62,13 +66,16 @@ def source_camera_name(source: str | int) -> str:
 
 def name_cameras(sources: tuple[str, ...], settings: Settings,
                  configured: dict[str, tuple[str | int, dict]],
-                 names: tuple[str, ...] = (), alerts: dict | None = None) -> list[Camera]:
+                 names: tuple[str, ...] = (), alerts: dict | None = None,
+                 retention: dict | None = None) -> list[Camera]:
     """The cameras of a watch: the config file's (their own settings over the global ones),
     then the command line's, the first of them named by ``names`` (``--name``, in order), the
     rest after their source, made unique with -2, -3... ``alerts``: the whole watch's
-    ``alert_on`` and ``alert_regions`` (a camera's own in the file win). ValueError (one
-    line) for more names than sources, a name that cannot name a folder, two cameras given
-    the same name, or an alert filter naming a kind or a region that is none."""
+    ``alert_on`` and ``alert_regions``; ``retention``: its ``keep`` and ``max_disk``
+    (``CAMERA_SPECS``); a camera's own in the file win over both. ValueError (one line) for
+    more names than sources, a name that cannot name a folder, two cameras given the same
+    name, or an alert filter naming a kind or a region that is none."""
+    retention = {name: value for name, value in (retention or {}).items() if value is not None}
     if len(names) > len(sources):
         raise ValueError(f"{len(names)} --name for {len(sources)} source(s) on the command "
                          "line: one name per source, in order")
@@ -93,16 +100,25 @@ def name_cameras(sources: tuple[str, ...], settings: Settings,
     alerts = {key: value for key, value in (alerts or {}).items() if value is not None}
     for name, (source, values) in configured.items():
         own_alerts = {**alerts, **{key: values[key] for key in ALERT_SPECS if key in values}}
+        kept = {**retention, **{key: values[key] for key in CAMERA_SPECS if key in values}}
         try:
             own = settings.replace(**{key: value for key, value in values.items()
-                                      if key not in ALERT_SPECS})
-            cameras.append(Camera(name, source, own, camera_alert_filter(own, own_alerts)))
+                                      if key not in ALERT_SPECS and key not in CAMERA_SPECS})
+            cameras.append(Camera(name, source, own, camera_alert_filter(own, own_alerts),
+                                  *_retention(kept)))
         except ValueError as error:
             raise ValueError(f"camera '{name}': {error}") from None
     for index, source in enumerate(sources):
         name = names[index] if index < len(names) else unique(source_camera_name(source))
-        cameras.append(Camera(name, source, settings, camera_alert_filter(settings, alerts)))
+        cameras.append(Camera(name, source, settings, camera_alert_filter(settings, alerts),
+                              *_retention(retention)))
     return cameras
+
+
+def _retention(values: dict) -> tuple[float | None, int | None]:
+    """(days kept, bytes allowed) from ``keep`` and ``max_disk`` as given (checked already)."""
+    size = values.get("max_disk")
+    return values.get("keep"), None if size is None else parse_size(size)
 
 
 # Settings that only a file has a use for: where to start in it, a model seeded from frames
@@ -161,7 +177,9 @@ def open_monitor(camera: Camera, out_dir, options: dict, sinks: list, stopping: 
         while not stopping.is_set():
             try:
                 return LiveMonitor(camera.source, camera.settings, out_dir, sinks=sinks,
-                                   name=camera.name, alert_sink=alerts, **options)
+                                   name=camera.name, alert_sink=alerts,
+                                   keep_days=camera.keep_days, max_disk=camera.max_disk,
+                                   **options)
             except SourceError as error:
                 if not is_live_spec(camera.source) or (limit is not None and failures >= limit):
                     given_up = CameraNotOpened(
@@ -259,15 +277,30 @@ def result_folders(camera: Camera, out_dir: str | os.PathLike | None,
     return sorted(folder for folder in found if folder.is_dir())[-PAST_FOLDERS:]
 
 
+def event_store_path(camera: Camera, out_dir: str | os.PathLike | None,
+                     several: bool = False) -> Path:
+    """The event store a watch of ``camera`` writes (``output.store``): ``events.db`` in the
+    folder given with ``-d`` (``out_dir``: a camera's folder, or ``several`` cameras'
+    folder), or in the folder the dated session folders are made in (a file's own folder
+    when it is watched alone, else the current one)."""
+    if out_dir is not None:
+        return store_folder(out_dir) / STORE_NAME
+    if not several and isinstance(camera.source, str) and os.path.isfile(camera.source):
+        return Path(os.path.dirname(camera.source)) / STORE_NAME
+    return Path(STORE_NAME)
+
+
 def watch_cameras(cameras: list[Camera], out_dir: str | os.PathLike | None,
                   monitor_options: dict, sinks_of, report) -> list[CameraWatch]:
     """Start one ``CameraWatch`` per camera, their results in ``out_dir``/NAME (default:
-    ``videvent-watch-<date-time>`` in the current folder); ``sinks_of(camera)``: the extra
-    sinks of a camera; ``report(line)``: says a camera's trouble. Returns them started."""
+    ``videvent-watch-<date-time>`` in the current folder), their events in one store (that
+    of ``out_dir``, or of the current folder); ``sinks_of(camera)``: the extra sinks of a
+    camera; ``report(line)``: says a camera's trouble. Returns them started."""
     root = Path(out_dir if out_dir is not None
                 else f"videvent-watch-{time.strftime('%Y%m%d-%H%M%S')}")
-    watches = [CameraWatch(camera, root / camera.name, monitor_options, sinks_of(camera),
-                           report) for camera in cameras]
+    store = store_folder(root) / STORE_NAME
+    watches = [CameraWatch(camera, root / camera.name, {"store": store, **monitor_options},
+                           sinks_of(camera), report) for camera in cameras]
     for watch in watches:
         watch.start()
     return watches

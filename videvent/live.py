@@ -19,6 +19,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,8 @@ from .kinds import AlertFilter
 from .output.clips import ClipSink, bgr_picture
 from .output.folder import COMPLETE, check_destination, mark, mark_complete, remove_stale
 from .output.names import PLOT_NAME, REPORT_NAME
+from .output.retention import Retention
+from .output.store import STORE_NAME, EventStore, StoreSink, check_store, store_folder
 from .output.sink import Sink
 from .passes import open_for, prepare
 from .session import Session
@@ -142,12 +145,17 @@ class LiveMonitor:
                  show: bool = False, status=None, sinks: list[Sink] = (),
                  colour_pictures: bool = False,
                  camera: str | None = None, name: str | None = None,
-                 alert_sink: AlertSink | None = None, alert_filter: AlertFilter | None = None):
+                 alert_sink: AlertSink | None = None, alert_filter: AlertFilter | None = None,
+                 store: str | os.PathLike | bool | None = None,
+                 keep_days: float | None = None, max_disk: int | None = None):
         """``camera``: the name every alert gives (a watch of several cameras); ``name``: the
         camera's name, which names its folder, files and report (default: the source's).
         ``alert_sink``: the camera's alerts, made before it opened (``alerts``, ``camera``
         and ``alert_filter`` are then its), logged into this session's folder from now on.
-        ``alert_filter``: the events alerted (all are recorded)."""
+        ``alert_filter``: the events alerted (all are recorded). ``store``: the event
+        store's path (None: ``events.db`` where ``output.store.store_folder`` puts it for
+        this folder; False: none). ``keep_days``, ``max_disk`` (bytes): the retention of
+        the camera's events (``output.retention``; None: no limit)."""
         _check_options(alerts, max_frames, max_reconnects)   # before anything is opened
         self.spec, self.settings = spec, settings
         # Colour pictures for the sinks that show them (the dashboard), not only for clips.
@@ -155,6 +163,8 @@ class LiveMonitor:
         self.camera = camera   # named in every alert when a watch has several cameras
         self.clips, self.plot, self.show, self.status = clips, plot, show, status
         self.sinks = list(sinks)   # the caller's own sinks, told after the session's
+        self.keep_days, self.max_disk = keep_days, max_disk
+        self._retention: Retention | None = None
         self._frames_at_tick = 0
         self._stop = threading.Event()
         # Opened now (SourceError before anything is written), reopened when it drops.
@@ -181,6 +191,14 @@ class LiveMonitor:
             is_file = isinstance(spec, (str, os.PathLike)) and os.path.isfile(spec)
             out_dir = os.path.join(os.path.dirname(os.fspath(spec)), name) if is_file else name
         self.out_dir = check_destination(out_dir)
+        store = None if store is False else Path(
+            store if store is not None else store_folder(self.out_dir) / STORE_NAME)
+        try:
+            if store is not None:
+                check_store(store)       # a user's file of its name: refused, nothing made
+        except ValueError:
+            self._source.close()
+            raise
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             remove_stale(self.out_dir)
@@ -192,6 +210,16 @@ class LiveMonitor:
         except OSError as error:
             raise ValueError(f"cannot write results into '{self.out_dir}': "
                              f"{error.strerror or error}") from None
+        # Opened now: a file there that is not videvent's store is refused before the watch.
+        try:
+            self.store = None if store is None else EventStore(store)
+        except ValueError:
+            self._source.close()
+            raise
+        except OSError as error:           # a full disk: the watch goes on without it
+            self.store = None
+            print(f"videvent: warning: cannot write '{store}': {error.strerror or error}; "
+                  f"watching on, without what cannot be written", file=sys.stderr, flush=True)
         if alert_sink is None:
             alert_sink = AlertSink(AlertSinks(self.out_dir / "alerts.jsonl", **(alerts or {})),
                                    camera=camera, name=name, alert_filter=alert_filter)
@@ -255,6 +283,8 @@ class LiveMonitor:
                     "results": os.path.abspath(self.out_dir)})
             finally:
                 session.close()
+                if self.store is not None:
+                    self.store.close()
         try:
             if self.plot:
                 from .output.report import write_plot, write_report
@@ -271,10 +301,20 @@ class LiveMonitor:
         return self.summary
 
     def _session(self, run, segmenter) -> Session:
-        """The session and its sinks: thumbnails, clips, alerts, the preview window."""
+        """The session and its sinks: thumbnails, clips, the event store and its retention,
+        alerts, the preview window."""
         settings, source = self.settings, self._source
+
+        def warn(line: str) -> None:
+            print(f"videvent: warning: {line}", file=sys.stderr, flush=True)
+
         sinks = folder_sinks(source, settings, run.preprocess.regions, self.out_dir,
                              thumbnails=True, clips=self.clips)
+        if self.store is not None:
+            sinks.append(StoreSink(self.store, self.out_dir))
+            self._retention = Retention(self.store, self.out_dir, keep_days=self.keep_days,
+                                        max_disk=self.max_disk, report=warn)
+            sinks.append(self._retention)
         clips = next((sink for sink in sinks if isinstance(sink, ClipSink)), None)
         self._alert_sink.clip_of = clips.path_of if clips else None
         sinks.append(self._alert_sink)
@@ -284,8 +324,7 @@ class LiveMonitor:
         return Session(run, segmenter, scores_path=self.out_dir / "scores.csv", sinks=sinks,
                        live=True, summary_path=self.out_dir / "events.json",
                        summary_extra=lambda: {"session": self.summary.to_dict()},
-                       report=lambda line: print(f"videvent: warning: {line}",
-                                                 file=sys.stderr, flush=True))
+                       report=warn)
 
     def _tick(self, session: Session, seconds: float) -> None:
         """About once a second: the status line, and the sinks that want the statistics."""
@@ -294,6 +333,8 @@ class LiveMonitor:
         stats = {"fps": self.summary.frames - self._frames_at_tick,
                  "dropped": self.summary.dropped, "latency_ms": self.summary.latency_ms(0.5)}
         stats["fps"] /= max(seconds, 1e-9)
+        if self._retention is not None:
+            stats.update(self._retention.usage())   # the disk used, the oldest event kept
         self._frames_at_tick = self.summary.frames
         for sink in session.sinks:
             on_stats = getattr(sink, "on_stats", None)

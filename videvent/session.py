@@ -11,12 +11,14 @@ A live session (``live=True``) may run for weeks: completed events are appended 
 memory and the I/O per event stay bounded. ``events.jsonl`` is the folder's history: a later
 live session into the same folder appends to it (each line names the session it is of, by
 ``session_started``, as ``events.json`` does), while ``events.json`` is the latest session's;
-a ``run`` into the folder replaces both (``output.names.RESULT_FILES``).
+a ``run`` into the folder replaces both (``output.names.RESULT_FILES``). ``events.jsonl`` is
+rotated past ``EVENTS_LOG_BYTES`` (``events.jsonl.1``, ``.2``...), so no file grows for ever.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 from collections import deque
@@ -51,6 +53,8 @@ FLAGGED_FRAMES = 1024
 # absorptions, source changes); all of its events are in events.jsonl.
 LIVE_SUMMARY_LIMIT = 1000
 EVENTS_LOG = "events.jsonl"
+# events.jsonl is rotated past this size (about a thousand events a part).
+EVENTS_LOG_BYTES = 1 << 20
 
 
 @dataclass
@@ -261,7 +265,7 @@ class Session:
         written = summary_path or scores_path
         self.info = SessionInfo(source.name, source.uri, source.fps, source.width,
                                 source.height, run.levels.threshold, run.settings,
-                                None if written is None else Path(written).parent)
+                                None if written is None else Path(written).parent, self.started)
 
     def start(self) -> None:
         self._tell("on_start", self.info)
@@ -433,6 +437,8 @@ class Session:
             except OSError as error:
                 if not self.live:
                     raise                      # a run's results are whole or not written
+                if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                    self._disk_full()
                 self._resting.add(id(sink))
                 discard = getattr(sink, "discard", None)
                 if discard is not None:
@@ -444,6 +450,14 @@ class Session:
                     error.filename = str(sink.folder)   # where it was writing
                 self._failed(error)
 
+    def _disk_full(self) -> None:
+        """A write met a full disk: the sinks that can free space (a retention) do, by their
+        own rule, so that the next event has room."""
+        for sink in self.sinks:
+            free = getattr(sink, "on_disk_full", None)
+            if free is not None:
+                free()
+
     def _guarded(self, path, write, *args) -> None:
         """One of the session's own writes; live, a failure is said once and skipped."""
         try:
@@ -453,11 +467,28 @@ class Session:
                 raise
             if error.filename is None:
                 error.filename = str(path)
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._disk_full()
             self._failed(error)
 
     def _append_log(self, line: str) -> None:
+        if self._log.tell() and self._log.tell() + len(line) > EVENTS_LOG_BYTES:
+            self._rotate_log()
         self._log.write(line)
         self._log.flush()
+
+    def _rotate_log(self) -> None:
+        """``events.jsonl`` renamed, whole, to ``events.jsonl.N`` (one more than the last:
+        the oldest has the lowest number) and begun again: no file grows for ever, and a
+        reader always meets complete lines."""
+        path = self.summary_path.with_name(EVENTS_LOG)
+        numbers = [int(part.suffix[1:]) for part in path.parent.glob(f"{EVENTS_LOG}.*")
+                   if part.suffix[1:].isdigit()]
+        self._log.close()
+        try:
+            os.rename(path, path.with_name(f"{EVENTS_LOG}.{max(numbers, default=0) + 1}"))
+        finally:
+            self._log = open(path, "a", encoding="utf-8")
 
     def _failed(self, error: OSError) -> None:
         reason = error.strerror or type(error).__name__

@@ -238,9 +238,18 @@ WATCH_SPECS: dict[str, Spec] = {
     "mqtt_prefix": Spec("text", "First level of the MQTT topics."),
     "mqtt_discovery": Spec("text", "Home Assistant discovery prefix ('off': none).", metavar="PREFIX"),
 }
+# How long a watch keeps each camera's events and how much disk they may take (retention):
+# given for the whole watch or in a camera's own table, not detection settings either.
+CAMERA_SPECS: dict[str, Spec] = {
+    "keep": Spec("float", "Remove each camera's events older than DAYS.", minimum=0.0,
+                 min_open=True, optional=True, metavar="DAYS"),
+    "max_disk": Spec("size", "Disk each camera's events may use (50MB, 2GB): oldest go first.",
+                     optional=True, metavar="SIZE"),
+}
 WATCH_DEFAULTS: dict[str, Any] = {**dict.fromkeys(WATCH_SPECS), "serve_health": "local",
                                   "mqtt_prefix": "videvent",
-                                  "mqtt_discovery": "homeassistant"}
+                                  "mqtt_discovery": "homeassistant",
+                                  **dict.fromkeys(CAMERA_SPECS)}
 # Which events a camera's alerts are about (every channel: hook, webhook, MQTT, --json): the
 # whole watch's on the command line or at the top of a config file, a camera's own in its table.
 ALERT_SPECS: dict[str, Spec] = {
@@ -249,7 +258,21 @@ ALERT_SPECS: dict[str, Spec] = {
     "alert_regions": Spec("region_names", "Alert only on events touching one of these watch "
                           "regions (1,2: in the order given).", optional=True, metavar="NAMES"),
 }
-ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS, **ALERT_SPECS}   # a config file's keys
+# What a config file may hold.
+ALL_SPECS: dict[str, Spec] = {**SPECS, **WATCH_SPECS, **ALERT_SPECS, **CAMERA_SPECS}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*", re.I)
+
+
+def parse_size(text: str | int) -> int:
+    """A size in bytes from ``50MB``, ``2GB``, ``1.5G``, ``500k`` (powers of 1000; ``MiB``,
+    ``GiB``: of 1024) or a number of bytes. ValueError, one line, for anything else."""
+    if isinstance(text, int) and not isinstance(text, bool) and text > 0:
+        return text
+    match = _SIZE.fullmatch(text) if isinstance(text, str) else None
+    if match is None or float(match[1]) <= 0:
+        raise ValueError(f"expected a size such as 50MB or 2GB, got {text!r}")
+    power = " kmgt".index(match[2].lower() or " ")
+    return int(float(match[1]) * (1024 if match[3] else 1000) ** power)
 
 
 def option_name(name: str) -> str:
@@ -277,6 +300,11 @@ def check_value(name: str, value: Any) -> None:
     elif spec.kind == "choice":
         if value not in spec.choices:
             raise ValueError(f"{shown} must be one of {', '.join(spec.choices)}, got {value!r}")
+    elif spec.kind == "size":
+        try:
+            parse_size(value)
+        except ValueError as error:
+            raise ValueError(f"{shown}: {error}") from None
     elif spec.kind in ("text", "kinds", "region_names"):
         if not isinstance(value, str):
             raise ValueError(f"{shown} must be text, got {value!r}")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .cameras import (Camera, CameraNotOpened, open_monitor, result_folders, wait_for,
-                      watch_cameras)
+from .cameras import (Camera, CameraNotOpened, event_store_path, open_monitor,
+                      result_folders, wait_for, watch_cameras)
 from .live import SessionSummary
 from .output.events_json import add_to_events
 from .output.folder import amending
@@ -194,8 +194,10 @@ def watch_all(cameras: list[Camera], out_dir=None, options: dict | None = None, 
                              "connected.", lambda: int(publisher.connected))
 
     def sinks_of(camera: Camera) -> list:
+        several = len(cameras) > 1
         sinks = [] if server is None else [server.add_camera(
-            camera.name, history=result_folders(camera, out_dir, len(cameras) > 1))]
+            camera.name, history=result_folders(camera, out_dir, several),
+            store=event_store_path(camera, out_dir, several))]
         if publisher is not None:
             from .output.mqtt import MqttSink
 
@@ -300,7 +302,8 @@ def _watch_one(camera, out_dir, options, server, sinks, show, report, stopping, 
 
     try:
         monitor = open_monitor(camera, out_dir,
-                               {"status": report.status, "show": show, **options}, sinks,
+                               {"status": report.status, "show": show,
+                                "store": event_store_path(camera, out_dir), **options}, sinks,
                                stopping, trouble, pause)
     except SettingError:
         raise

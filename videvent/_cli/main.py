@@ -21,6 +21,7 @@ from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
 from ..settings import METHODS, SettingError, Settings
 from ..timecode import format_timecode
 from .batch import batch_command
+from .events import events_command
 from .options import (OUT_PARENT, BadInput, GroupedCommand, bad_input, no_plot_option,
                       run_options, settings_from)
 from .progress import Progress
@@ -39,6 +40,7 @@ cli.command_class = GroupedCommand
 
 
 cli.add_command(batch_command)
+cli.add_command(events_command)
 cli.add_command(watch_command)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..settings import (ALERT_SPECS, ALL_SPECS, DEFAULTS, SPECS, TIME_HELP, WATCH_DEFAULTS,
-                        WATCH_SPECS)
+from ..settings import (ALERT_SPECS, ALL_SPECS, CAMERA_SPECS, DEFAULTS, SPECS, TIME_HELP,
+                        WATCH_DEFAULTS, WATCH_SPECS)
 from ..settings import Settings, Spec, load_config, never_to_none, option_name
 
 
@@ -53,7 +53,8 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
               "max_reconnects", "names", "scheduler", "workers", "chunk_minutes"),
     "Output": ("out", "out_dir", "export_video", "video", "video_path", "clips", "no_clips",
                "clip_template", "clip_mode", "overlay", "bounding_box", "no_plot", "json_lines",
-               "show"),
+               "show", "as_json", "as_csv", "keep", "max_disk"),
+    "Which events": ("since", "until", "hours", "camera", "kind", "region"),
     "Sensitivity": ("threshold", "threshold_low", "min_event_length", "merge_gap",
                     "time_before_event", "time_post_event", "absorb_after"),
     "Regions": ("add_region", "load_region", "ignore_region", "mask"),
@@ -223,8 +224,9 @@ def no_plot_option(function):
 
 def watch_setting_options(function):
     """``watch``'s own settings (``WATCH_SPECS``: where its news go; ``ALERT_SPECS``: which
-    events they are about), as options."""
-    for name in reversed([*ALERT_SPECS, *WATCH_SPECS]):
+    events they are about; ``CAMERA_SPECS``: how long and how much of each camera's events it
+    keeps), as options."""
+    for name in reversed([*ALERT_SPECS, *WATCH_SPECS, *CAMERA_SPECS]):
         function = setting_option(name)(function)
     return function
 

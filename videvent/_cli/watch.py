@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..settings import NEVER, SettingError
+from ..settings import NEVER, SettingError, parse_size
 from .options import (CONFIG_OPTIONS, CONFIG_PATH, OUT_PARENT, BadInput, GroupedCommand,
                       no_plot_option, run_options, settings_from, watch_setting_options)
 from .logs import LOG_FORMATS, use_log_format
@@ -81,7 +81,7 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
                   mqtt: str | None,
                   mqtt_ca: str | None, mqtt_prefix: str, mqtt_discovery: str,
                   alert_on: str | None, alert_regions: str | None, log_format: str,
-                  **options) -> None:
+                  keep: float | None, max_disk: str | None, **options) -> None:
     """Watch each SOURCE live: a camera (0), a stream (rtsp://, http://, udp://) or a file;
     or the cameras of the config file's [cameras.NAME] tables (-c), each with its settings.
 
@@ -110,6 +110,7 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
         raise click.UsageError("--mqtt-ca is for a broker reached over TLS: give --mqtt "
                                "mqtts://HOST[:PORT] with it, or leave --mqtt-ca out")
     mqtt_prefix = _parsed("--mqtt-prefix", check_prefix, mqtt_prefix)
+    _parsed("--max-disk", parse_size, max_disk)
     mqtt_discovery = (None if mqtt_discovery.strip().lower() in NEVER
                       else _parsed("--mqtt-discovery", check_prefix, mqtt_discovery))
     meta = click.get_current_context().meta
@@ -117,7 +118,8 @@ def watch_command(sources: tuple[str, ...], out_dir: str | None, realtime: bool,
     try:
         cameras = name_cameras(sources, settings,
                                load_cameras(config, meta[CONFIG_OPTIONS]) if config else {},
-                               names, {"alert_on": alert_on, "alert_regions": alert_regions})
+                               names, {"alert_on": alert_on, "alert_regions": alert_regions},
+                               {"keep": keep, "max_disk": max_disk})
     except ValueError as error:
         raise click.UsageError(str(error)) from None
     if not cameras:

@@ -5,8 +5,9 @@ kept by reference and annotated and JPEG-encoded on the camera's own encoder thr
 `PICTURES_PER_S` times a second (frames arriving in between are simply replaced, i.e. dropped
 from the picture, never from the scores). Scores go into a bounded history for the chart;
 status (with when it last changed), statistics and events become messages for the page's
-update stream. ``past_events`` reads the events of earlier watches from their result folders'
-``events.jsonl``, so the page's history survives a restart of the watch.
+update stream. ``load_past`` reads the events of earlier watches from the watch's event store
+(``output.store``; from their result folders' ``events.jsonl`` when there is none), so the
+page's history survives a restart of the watch.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import cv2
 from ..output.annotate import Annotator, Overlay
 from ..output.clips import bgr_picture
 from ..output.sink import Sink
+from ..output.store import EventStore
 from ..preprocess import working_size
 
 PICTURES_PER_S = 10
@@ -108,14 +110,17 @@ class CameraState:
         with self.lock:
             return (self.past_media if past else self.media).get((number, kind))
 
-    def load_past(self, folders: list[Path]) -> None:
-        """The latest ``PAST_EVENTS`` events of earlier watches, from the ``events.jsonl`` of
-        ``folders`` (oldest first); their thumbnails and clips are served only from inside
-        their own folder."""
-        found = []
-        for folder in folders:
-            found += [(folder, record) for record in _read_events_log(folder)]
-        for index, (folder, record) in enumerate(found[-PAST_EVENTS:]):
+    def load_past(self, folders: list[Path], store: Path | None = None) -> None:
+        """The latest ``PAST_EVENTS`` events of earlier watches (oldest first): from the event
+        ``store`` when there is one, else from the ``events.jsonl`` of ``folders`` (those of
+        a version before the store). Their thumbnails and clips are served only from inside
+        the store's folder (or their own result folder)."""
+        found = _stored_events(store, self.name)
+        if found is None:
+            found = []
+            for folder in folders:
+                found += [(folder, record, None) for record in _read_events_log(folder)]
+        for index, (folder, record, seen_at) in enumerate(found[-PAST_EVENTS:]):
             base = f"/cameras/{self.index}/past/{index}"
             files = {}
             for kind in MEDIA_KINDS:
@@ -125,19 +130,35 @@ class CameraState:
                     self.past_media[(index, kind)] = path
             event = {key: value for key, value in record.items()
                      if key not in MEDIA_KINDS and key != "session_started"}
+            if seen_at is None:
+                seen_at = (_started_at(record.get("session_started"))
+                           + float(record.get("start_time_s") or 0))
             self.past.append({
                 **_plain(event), "key": f"{self.index}-past-{index}", "past": True,
                 "camera": self.name, "camera_index": self.index, "open": False,
-                "seen_at": _started_at(record.get("session_started"))
-                + float(record.get("start_time_s") or 0),
-                "session_started": record.get("session_started"),
+                "seen_at": seen_at, "session_started": record.get("session_started"),
                 "thumbnail_url": f"{base}/thumbnail" if "thumbnail" in files else None,
                 "clip_url": f"{base}/clip" if "clip" in files else None})
-
 
     def live_thumbnail(self, number: int) -> bytes | None:
         with self.lock:
             return self.live_thumbnails.get(number)
+
+
+def _stored_events(store: Path | None, camera: str) -> list[tuple[Path, dict, float]] | None:
+    """The latest ``PAST_EVENTS`` events of ``camera`` in the event ``store``, oldest first,
+    each with its result folder (where its files are looked for) and when it started; None
+    when there is no store, or it cannot be read (the result folders are read instead)."""
+    if store is None or not Path(store).is_file():
+        return None
+    try:
+        with EventStore(store, create=False) as opened:
+            stored = opened.events(camera=camera, limit=PAST_EVENTS, newest_first=True)
+    except ValueError:
+        return None
+    return [(event.folder, {**event.record, "thumbnail": event.thumbnail and str(event.thumbnail),
+                            "clip": event.clip and str(event.clip)}, event.start_ts)
+            for event in reversed(stored)]
 
 
 def _read_events_log(folder: Path) -> list[dict]:
@@ -330,7 +351,8 @@ class DashboardSink(Sink):
                        "detail": detail, "since": since})
 
     def on_stats(self, stats: dict) -> None:
-        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms")
+        shown = _plain({key: stats[key] for key in ("fps", "dropped", "latency_ms",
+                                                    "disk_bytes", "disk_cap", "oldest_kept")
                         if key in stats})
         with self.camera.lock:
             self.camera.stats = shown

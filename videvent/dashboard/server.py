@@ -191,12 +191,13 @@ class Dashboard:
     # -- the session side ------------------------------------------------------------------
 
     def add_camera(self, name: str, region_file: str | Path | None = None,
-                   history: list[Path] = ()) -> DashboardSink:
-        """The sink for camera ``name``; ``region_file`` overrides the dashboard's;
-        ``history``: the result folders of its earlier watches, whose events it lists."""
+                   history: list[Path] = (), store: Path | None = None) -> DashboardSink:
+        """The sink for camera ``name``; ``region_file`` overrides the dashboard's; its
+        earlier watches' events, which it lists, come from the event ``store`` or, without
+        one, from ``history``, the result folders of those watches."""
         own = Path(region_file) if region_file is not None else self.region_file
         camera = CameraState(len(self._cameras), name, own)
-        camera.load_past(list(history))
+        camera.load_past(list(history), store)
         sink = DashboardSink(camera, self._outbox.append, self._picture_encoded)
         self._cameras.append(camera)
         self._sinks.append(sink)

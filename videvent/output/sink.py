@@ -25,6 +25,7 @@ class SessionInfo:
     threshold: float   # the score that starts an event
     settings: Any      # videvent.settings.Settings
     folder: Any = None  # the result folder the session writes into (a Path), if any
+    started: str = ""  # when the session started (UTC, ISO 8601), as its records say
 
 
 class Sink:

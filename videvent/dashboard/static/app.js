@@ -90,6 +90,18 @@ function setStats(view, stats) {
   view.card.querySelector(".dropped").textContent = stats.dropped ?? "–";
   view.card.querySelector(".latency").textContent =
     stats.latency_ms === undefined ? "–" : `${fmt(stats.latency_ms, 0)} ms`;
+  // The disk the camera's events and logs use (of its --max-disk), its oldest event kept.
+  view.card.querySelector(".disk").textContent = stats.disk_bytes === undefined ? "–"
+    : bytesText(stats.disk_bytes) + (stats.disk_cap ? ` of ${bytesText(stats.disk_cap)}` : "");
+  view.card.querySelector(".oldest-kept").textContent = stats.oldest_kept
+    ? new Date(stats.oldest_kept).toLocaleString() : "–";
+}
+
+function bytesText(bytes) {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let value = Number(bytes), unit = 0;
+  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+  return `${value.toFixed(unit && value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
 function addScores(view, points) {
