@@ -30,6 +30,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(),
                                                  f"videvent-tests-pycache-{os.getuid()}")
 
+# A child process that dies of a signal (a crash inside FFmpeg or OpenCV, seen once in a watch
+# waiting for a camera) prints every thread's Python stack on stderr, which its test shows.
+os.environ["PYTHONFAULTHANDLER"] = "1"
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_videos"
 WAVING_TREES = ROOT.parent / "shared" / "datasets" / "waving_trees"

@@ -571,6 +571,9 @@ def test_ctrl_c_while_a_single_camera_is_waited_for_ends_the_watch_cleanly(tmp_p
     try:
         process = watch_camera_at(closed.getsockname()[1], 100, tmp_path / "live")
         first = process.stderr.readline()
+        if "trying again" not in first:             # what it died of, if it died
+            process.kill()
+            first += process.communicate(timeout=60)[1]
         assert "trying again" in first, first
         process.send_signal(signal.SIGINT)
         _, rest = process.communicate(timeout=60)
