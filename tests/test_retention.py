@@ -25,7 +25,7 @@ from test_watch_dashboard import URL_LINE
 PATIENCE_S = 120.0              # deadline of every wait (a liveness bound, never a pause)
 CAP = 700_000                   # bytes: a few of the demo's clips
 ROTATE_BYTES = 3000             # events.jsonl rotated every few events
-LOOPS = 9                       # one visit a loop
+LOOPS = 5                       # one visit a loop
 
 
 def watch_command(*arguments) -> list[str]:
