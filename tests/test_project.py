@@ -283,10 +283,11 @@ def loaded_by_command(*arguments: str) -> set[str]:
 
 
 def test_help_and_a_mistyped_option_load_no_decoder_or_plotting():
-    """`videvent --help`, `run --help` and a usage error answer at once: the decoders, OpenCV
-    and matplotlib load only for the work that needs them."""
-    heavy = {"av", "cv2", "matplotlib"}
-    for arguments in (["--help"], ["run", "--help"], ["run", "clip.mp4", "--rank", "0"]):
+    """`videvent --help`, `run --help` and a usage error answer at once: the decoders, OpenCV,
+    matplotlib and numpy load only for the work that needs them."""
+    heavy = {"av", "cv2", "matplotlib", "numpy"}
+    for arguments in (["--help"], ["run", "--help"], ["run", "clip.mp4", "--rank", "0"],
+                      ["events", "--help"], ["watch", "--help"]):
         loaded = loaded_by_command(*arguments)
         assert "click" in loaded and not loaded & heavy, (arguments, loaded & heavy)
     assert {"av", "cv2"} <= loaded_by_command("run", "/no/such/clip.mp4")

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import numpy as np
-
 from .atomic import write_text_atomically
 
 Point = tuple[int, int]
@@ -140,7 +138,8 @@ def covered_pixels(polygon: Polygon) -> int:
     shoelace formula, whose signed areas cancel on a polygon that crosses itself (a bow-tie
     covering half the frame would count 0); and without the outline, which fillPoly draws
     even around nothing: a line, a point or a path that goes back on itself covers 0."""
-    import cv2   # here, not on import: the command line reads settings without OpenCV
+    import cv2   # here, not on import: the command line reads settings without OpenCV or numpy
+    import numpy as np
 
     points = np.asarray(polygon, np.int64)
     low = points.min(axis=0)
@@ -217,6 +216,7 @@ class Regions:
         key = (tuple(source_size), tuple(size or source_size))
         if key not in self._masks:
             import cv2
+            import numpy as np
 
             width, height = source_size
             watched = np.zeros((height, width), np.uint8)
@@ -250,6 +250,8 @@ class Regions:
 
 
 def _contours(polygons: Iterable[Polygon], scale: tuple[float, float] = (1.0, 1.0)):
+    import numpy as np
+
     return [np.round(np.asarray(polygon, np.float64) * scale).astype(np.int32).reshape(-1, 1, 2)
             for polygon in polygons]
 

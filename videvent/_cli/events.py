@@ -10,7 +10,7 @@ from datetime import datetime
 
 import click
 
-from ..kinds import KINDS
+from ..choices import KINDS
 from ..output.store import SINCE_HELP, EventStore, StoreError, clock_hours, find_store
 from ..output.store import parse_since, within_hours
 from .options import BadInput

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .._version import __version__
 from ..choices import CLIP_MODES
-from ..output import read_events
+from ..output.events_json import read_events
 from ..output.folder import public_name
 from ..output.names import CLIP_TEMPLATE, OutputNameError, check_outputs
 from ..settings import METHODS, SettingError, Settings
