@@ -11,7 +11,7 @@ is scored a block at a time; a live picture, a block of one (its latency does no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -28,7 +28,8 @@ class FrameBlock:
         if len(present) == len(vectors):
             self.rows = np.stack(vectors)
         else:
-            self.rows = np.zeros((len(vectors), *present[0].shape) if present else (0, 0),
+            self.rows = np.zeros((len(vectors), *present[0].shape) if present
+                                 else (len(vectors), 0),
                                  present[0].dtype if present else np.float32)
             for row, vector in enumerate(vectors):
                 if vector is not None:
@@ -51,7 +52,7 @@ class FrameBlock:
         """Whether the frame ``tag`` names is this block's row before ``row``."""
         return row > 0 and tag is not None and tag[0] is self.token and tag[1] == row - 1
 
-    def shared(self, name: str, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    def shared(self, name: Hashable, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """``compute(rows)`` (a model-free quantity of every row), worked out once a block."""
         if name not in self._shared:
             self._shared[name] = compute(self.rows)

@@ -213,7 +213,7 @@ class SubspaceBackground:
     def score_many(self, frames: np.ndarray, norms=None) -> list[Assessment]:
         """``score_one`` of every row of ``frames`` (``norms``: their lengths, if known): the
         same numbers, each row's whatever the others, with the blocks' arithmetic of all the
-        rows done in a few calls (a frame's own costs little; the calls cost much)."""
+        rows done in a few calls instead of a few for each."""
         basis = self.basis_
         # Row by row, as one frame's: a product of many rows would sum in another order.
         outsides = [x - basis @ (basis.T @ x) for x in frames]
