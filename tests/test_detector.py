@@ -362,7 +362,7 @@ def test_a_codec_that_codes_some_frames_coarser_is_noise_not_an_event():
     model = detector.model
     x = lamp.ravel()
     energies = model.block_energies(x - model.basis_ @ (model.basis_.T @ x), np.linalg.norm(x), x)
-    assert model.frames_noise(x[None], energies[None])[0] == 0.0
+    assert model.noise_of(x, energies) == 0.0
 
 def test_the_place_someone_leaves_after_the_warm_up_learned_them_is_an_event_for_seconds_only():
     """Someone stands in view from the first frame (no seed, as a watch starts): the warm-up

@@ -26,7 +26,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .detectors import FrameScore, SubspaceWindowDetector
-from .detectors.ahead import FrameBlock
 from .passes import Pass
 from .reader import ReadAhead
 from .sources import Frame
@@ -36,10 +35,6 @@ from .status import FrameStatus
 # Frames decoded ahead of the detector: enough to smooth out decoder hiccups, small enough
 # that memory does not depend on how far the decoder gets ahead.
 READ_AHEAD = 32
-# Frames of a file scored as one block (``detectors.ahead``): enough that the calls a block
-# costs are few against its frames, few enough that its arrays stay in the core's cache. A
-# live picture is scored as it comes, a block of one.
-BLOCK = 32
 # How often the loop, waiting for a frame, looks whether it should stop (and tells
 # ``on_idle``).
 POLL_S = 0.2
@@ -243,20 +238,31 @@ class Engine:
         if decoded is None:
             self._reader = read_ahead(run, buffer)
             items = self._waiting(self._reader, on_idle)
-            live = run.source.paced or run.source.is_live
         else:
             items = (Decoded(frame, vector, None) for frame, vector in decoded)
-            live = False
         try:
-            for block in _blocks(items, 1 if live else BLOCK):
-                if isinstance(block, SourceNews):
-                    consumer.status(block.kind, block.detail())
+            for item in items:
+                if self.stop.is_set():
+                    break
+                if isinstance(item, SourceNews):
+                    consumer.status(item.kind, item.detail())
                     continue
-                frames = FrameBlock([item.vector for item in block])
-                for row, item in enumerate(block):
-                    if self.stop.is_set():
-                        return
-                    self._score_frame(item, (frames, row), consumer, others, on_scored)
+                frame, vector = item.frame, item.vector
+                health = run.health(vector)
+                verdict = run.detector.process_frame(frame.index, frame.time_s, vector, health,
+                                                     explain=self.explain)
+                if others:
+                    # The other methods are told which frames have no usable picture, and
+                    # judge the rest themselves.
+                    theirs = verdict.status if FrameStatus(verdict.status).unusable \
+                        else FrameStatus.OK
+                    comparison.add(frame, verdict, {
+                        method: detector.process_frame(frame.index, frame.time_s, vector,
+                                                       theirs)
+                        for method, detector in others.items()})
+                if on_scored is not None:
+                    on_scored(item, verdict)
+                consumer.add(frame, vector, verdict)
         finally:
             self.stop.set()
             if self._reader is not None:
@@ -265,25 +271,6 @@ class Engine:
                 self._reader.close(timeout=close_timeout)
             elif hasattr(decoded, "close"):
                 decoded.close()
-
-    def _score_frame(self, item: Decoded, ahead: tuple[FrameBlock, int], consumer,
-                     others: dict, on_scored) -> None:
-        """Score one frame (its block and row: ``ahead``) and hand its verdict on."""
-        run, frame, vector = self.pass_, item.frame, item.vector
-        health = run.health(vector)
-        verdict = run.detector.process_frame(frame.index, frame.time_s, vector, health,
-                                             explain=self.explain, ahead=ahead)
-        if others:
-            # The other methods are told which frames have no usable picture, and judge the
-            # rest themselves.
-            theirs = verdict.status if FrameStatus(verdict.status).unusable else FrameStatus.OK
-            self.comparison.add(frame, verdict, {
-                method: detector.process_frame(frame.index, frame.time_s, vector, theirs,
-                                               ahead=ahead)
-                for method, detector in others.items()})
-        if on_scored is not None:
-            on_scored(item, verdict)
-        consumer.add(frame, vector, verdict)
 
     def _waiting(self, reader: ReadAhead, on_idle):
         """What the reader hands on, until its end; while nothing comes, ``on_idle`` is told
@@ -301,24 +288,3 @@ class Engine:
                 return
             since = time.monotonic()
             yield item
-
-
-
-def _blocks(items: Iterable[Decoded | SourceNews], size: int
-            ) -> Iterator[list[Decoded] | SourceNews]:
-    """``items`` in blocks of ``size`` frames (fewer before a source's news, and at the end),
-    the news between them as it comes."""
-    block: list[Decoded] = []
-    for item in items:
-        if isinstance(item, SourceNews):
-            if block:
-                yield block
-                block = []
-            yield item
-            continue
-        block.append(item)
-        if len(block) == size:
-            yield block
-            block = []
-    if block:
-        yield block

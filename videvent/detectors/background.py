@@ -192,7 +192,6 @@ class SubspaceBackground:
         self.in_sample_history_ = np.zeros((0, self.n_blocks))
         self.added_since_refit_ = 0
         self.n_refits_ = 0
-        self.version_ = 0       # counts the changes of what a frame is scored against
         self._stats = None                                        # cached medians and scales
         self._cell_statistics = None   # the window's coarse pictures' median, and how far off
                                        # a block's still agrees with it
@@ -208,44 +207,20 @@ class SubspaceBackground:
     def score_one(self, x: np.ndarray, norm: float | None = None) -> Assessment:
         """Compare ``x`` with the model; ``norm``: the length of ``x`` when an earlier
         assessment of it has it."""
-        return self.score_many(x[None], None if norm is None else [norm])[0]
-
-    def score_many(self, frames: np.ndarray, norms=None) -> list[Assessment]:
-        """``score_one`` of every row of ``frames`` (``norms``: their lengths, if known): the
-        same numbers, each row's whatever the others, with the blocks' arithmetic of all the
-        rows done in a few calls instead of a few for each."""
-        basis = self.basis_
-        # Row by row, as one frame's: a product of many rows would sum in another order.
-        outsides = [x - basis @ (basis.T @ x) for x in frames]
-        if norms is None:
-            norms = [float(np.linalg.norm(x)) for x in frames]
-        assessments = [Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0, 0.0)
-                       for outside in outsides]
-        rows = [k for k, norm in enumerate(norms) if norm != 0.0]
-        if not rows:
-            return assessments
-        pictured = frames[rows]
-        lengths = np.array([norms[k] for k in rows], float)
-        energies = self.blocks_energies(np.stack([outsides[k] for k in rows]), lengths,
-                                        pictured)
-        noises = self.frames_noise(pictured, energies)
-        # Only the rows with noise lose it: the others keep their energies to the last bit,
-        # as a frame without noise does (``less_noise``).
-        noisy = np.flatnonzero(noises)
-        if len(noisy):
-            energies[noisy] = self.less_noise(energies[noisy], noises[noisy])
-        brightness = pictured.mean(axis=1)
-        for row, k in enumerate(rows):
-            norm, outside = norms[k], outsides[k]
-            assessments[k] = Assessment(
-                min(1.0, float(np.linalg.norm(outside)) / norm), outside, energies[row],
-                math.log(max(float(brightness[row]), 1e-3)), norm, float(noises[row]))
-        return assessments
+        outside = x - self.basis_ @ (self.basis_.T @ x)
+        if norm is None:
+            norm = float(np.linalg.norm(x))
+        if norm == 0.0:
+            return Assessment(0.0, outside, np.zeros(self.n_blocks), 0.0, 0.0)
+        energies = self.block_energies(outside, norm, x)
+        noise = self.noise_of(x, energies)
+        return Assessment(min(1.0, float(np.linalg.norm(outside)) / norm), outside,
+                          self.less_noise(energies, noise), brightness_of(x), norm, noise)
 
     def less_noise(self, energies: np.ndarray, noise: float | np.ndarray,
                    level: np.ndarray | None = None) -> np.ndarray:
         """Block ``energies`` (a frame's, or one frame a row) without their frame's own
-        ``noise`` (``frames_noise``; one a row): noise adds power, so what comes off a block is
+        ``noise`` (``noise_of``; one a row): noise adds power, so what comes off a block is
         the noise's excess over the block's usual power (``level``, by default the model's),
         and a block with much more than noise in it keeps nearly all of its energy (never less
         than all of it scaled down by the noise, as a block of noise alone is)."""
@@ -260,12 +235,22 @@ class SubspaceBackground:
         less = 0.5 * np.log(np.maximum(np.exp(2 * energies) - excess, 1e-300))
         return np.maximum(less, energies - noise)
 
-    def frames_noise(self, frames: np.ndarray, energies: np.ndarray) -> np.ndarray:
-        """Each frame's own noise (one a row of ``frames``, whose block ``energies`` are the
-        rows of those): 0 without ``frame_noise`` or before the model is ready."""
+    def noise_of(self, x: np.ndarray, energies: np.ndarray) -> float:
+        """The frame ``x``'s own noise, from its block ``energies``: 0 without
+        ``frame_noise`` or before the model is ready."""
         if not (self.frame_noise and self.ready):
-            return np.zeros(len(frames))
-        return self._frames_noise(energies, self.coarse_pictures(frames), self._statistics()[0])
+            return 0.0
+        # ``_frames_noise``'s rule, for one frame in a third of its numpy calls (a frame's
+        # path); that one takes a window's rows at once, at a refit.
+        excess = energies - self._statistics()[0]
+        median, reach = self._cell_statistics
+        agree = np.abs(self.coarse_picture(x) - median) < reach
+        count = int(np.count_nonzero(agree))
+        if count * 2 < self.n_blocks:
+            return 0.0
+        excess = np.sort(excess[agree])
+        middle = 0.5 * (excess[(count - 1) // 2] + excess[count // 2])
+        return float(middle) if middle >= LOG_SPREAD_FLOOR else 0.0
 
     def learn_one(self, x: np.ndarray, slot: int, *, refit: bool = True,
                   energies: np.ndarray | None = None, norm: float | None = None) -> None:
@@ -282,7 +267,7 @@ class SubspaceBackground:
         self.scored_[slot] = energies is not None
         if energies is not None:
             self.scored_energies_[slot] = energies
-        self.cells_[slot] = self.coarse_pictures(x[None])[0]
+        self.cells_[slot] = self.coarse_picture(x)
         self.norms_[slot] = max(float(np.linalg.norm(x)) if norm is None else norm, 1e-12)
         if self.light_invariant:
             self.power_[slot] = self._block_means(x[None] * x[None])[0]
@@ -336,7 +321,7 @@ class SubspaceBackground:
         frames = np.asarray(frames, np.float32)[-self.window:]
         m = len(frames)
         self.frames_[:m] = frames
-        self.cells_[:m] = self.coarse_pictures(frames)
+        self.cells_[:m] = [self.coarse_picture(x) for x in frames]
         self.norms_[:m] = np.maximum(np.linalg.norm(frames, axis=1), 1e-12)
         if self.light_invariant:
             self.power_[:m] = self._block_means(frames * frames)
@@ -368,34 +353,29 @@ class SubspaceBackground:
                 x = self.frames_[slot]
                 outside = x - basis @ (basis.T @ x)
                 energies = self.block_energies(outside, np.linalg.norm(x), x)
-                self.scored_energies_[slot] = self.less_noise(
-                    energies, self.frames_noise(x[None], energies[None])[0])
+                self.scored_energies_[slot] = self.less_noise(energies, self.noise_of(x, energies))
                 self.scored_[slot] = True
         self._refresh_statistics()
 
-    def coarse_pictures(self, frames: np.ndarray) -> np.ndarray:
-        """Block means of each unit-length frame (one a row), in its mean pixel's units."""
-        pictures = frames.reshape(len(frames), *self.frame_shape).astype(np.float32, copy=False)
-        if pictures.ndim == 4:
-            pictures = pictures.mean(axis=3)
-        means = self._area_means(pictures)
-        return means / np.maximum(means.mean(axis=1), 1e-6)[:, None]
+    def coarse_picture(self, x: np.ndarray) -> np.ndarray:
+        """Block means of the unit-length frame, in the mean pixel's units."""
+        picture = x.reshape(self.frame_shape).astype(np.float32, copy=False)
+        if picture.ndim == 3:
+            picture = picture.mean(axis=2)
+        means = cv2.resize(picture, self.grid, interpolation=cv2.INTER_AREA).ravel()
+        return means / max(float(means.mean()), 1e-6)
 
     # -- scores ------------------------------------------------------------------------------
     def block_energies(self, outside: np.ndarray, norm: float, x: np.ndarray) -> np.ndarray:
         """Log of the root-mean-square of each block of ``outside / norm``: the residual of
         the frame ``x``, of length ``norm``, as a share of the unit-length frame (with
         ``light_invariant``, less its part along the block of ``x``)."""
-        return self.blocks_energies(outside[None], np.array([float(norm)]), x[None])[0]
-
-    def blocks_energies(self, outsides: np.ndarray, norms: np.ndarray,
-                        frames: np.ndarray) -> np.ndarray:
-        """``block_energies`` of many frames, one a row of each argument."""
-        squared = self._block_means(outsides * outsides)
+        outside, x = outside[None], x[None]
+        squared = self._block_means(outside * outside)
         if self.light_invariant:
-            squared = self._without_light(squared, self._block_means(outsides * frames),
-                                          self._block_means(frames * frames))
-        return self._log_energies(squared, np.maximum(norms, 1e-12))
+            squared = self._without_light(squared, self._block_means(outside * x),
+                                          self._block_means(x * x))
+        return self._log_energies(squared, np.array([max(float(norm), 1e-12)]))[0]
 
     @staticmethod
     def _without_light(squared: np.ndarray, along: np.ndarray, power: np.ndarray) -> np.ndarray:
@@ -421,10 +401,9 @@ class SubspaceBackground:
         return np.where((count * 2 >= self.n_blocks) & (middle >= LOG_SPREAD_FLOOR), middle, 0.0)
 
     def block_z(self, energies: np.ndarray) -> np.ndarray:
-        """z-score of every block's log energy (a frame's, or one frame a row; zeros before
-        the model is ready)."""
+        """z-score of every block's log energy (zeros before the model is ready)."""
         if not self.ready:
-            return np.zeros(np.shape(energies))
+            return np.zeros(self.n_blocks)
         median, scale = self._statistics()
         return (energies - median) / scale
 
@@ -538,7 +517,6 @@ class SubspaceBackground:
         self.block_history_ = energies[self.background_]
         self.in_sample_history_ = self._in_sample_energies[self.background_]
         self._stats = None
-        self.version_ += 1
 
     def _window_energies_less_noise(self) -> np.ndarray:
         """The window's block energies, each frame's own noise taken off (``frame_noise``;
@@ -589,10 +567,22 @@ class SubspaceBackground:
         values = values.reshape(len(values), *self.frame_shape)
         if values.ndim == 4:
             values = values.sum(axis=3)
-        return self._area_means(values)
-
-    def _area_means(self, pictures: np.ndarray) -> np.ndarray:
-        return area_means(pictures, self.grid)
+        count, height, width = values.shape
+        columns, rows = self.grid
+        if height % rows == 0 and width % columns == 0:
+            # Whole-pixel blocks: the frames stacked as one tall picture keep every block
+            # inside its frame, and OpenCV's integer-ratio area resize is three to five times
+            # its general one (same numbers).
+            return cv2.resize(values.reshape(count * height, width), (columns, count * rows),
+                              interpolation=cv2.INTER_AREA).reshape(count, -1)
+        # Otherwise four frames as the channels of one picture: the most the general area
+        # resize averages in one pass, a quarter of the calls of one a frame.
+        means = []
+        for first in range(0, count, 4):
+            stack = np.ascontiguousarray(np.moveaxis(values[first:first + 4], 0, -1))
+            block = cv2.resize(stack, self.grid, interpolation=cv2.INTER_AREA)
+            means.append(block.reshape(-1, stack.shape[-1]).T)  # (one channel: 2-d, same)
+        return np.concatenate(means)
 
     def _inlier_columns(self, normalised: np.ndarray) -> np.ndarray:
         n = normalised.shape[1]
@@ -608,36 +598,6 @@ class SubspaceBackground:
         self.inlier_order_ = np.argsort(-scores, kind="stable")
         n_inliers = max(self.rank + 1, math.ceil(self.inlier_fraction * n))
         return np.sort(self.inlier_order_[:n_inliers])
-
-
-def area_means(pictures: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
-    """The mean of every block of a (columns, rows) ``grid`` of each of ``pictures`` (count x
-    height x width), one picture a row: each the numbers of ``cv2.resize`` of it alone."""
-    count, height, width = pictures.shape
-    columns, rows = grid
-    if height % rows == 0 and width % columns == 0:
-        # Whole-pixel blocks: the frames stacked as one tall picture keep every block
-        # inside its frame, and OpenCV's integer-ratio area resize is three to five times
-        # its general one (same numbers).
-        return cv2.resize(pictures.reshape(count * height, width), (columns, count * rows),
-                          interpolation=cv2.INTER_AREA).reshape(count, -1)
-    # Otherwise four frames as the channels of one picture: the most the general area
-    # resize averages in one pass, a quarter of the calls of one a frame (same numbers:
-    # it averages each channel as it would a picture alone).
-    means = []
-    for first in range(0, count, 4):
-        stack = np.ascontiguousarray(np.moveaxis(pictures[first:first + 4], 0, -1))
-        block = cv2.resize(stack, grid, interpolation=cv2.INTER_AREA)
-        means.append(block.reshape(-1, stack.shape[-1]).T)  # (one channel: 2-d, same)
-    return np.concatenate(means)
-
-
-def grey_block_means(pictures: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
-    """``area_means`` of pictures (count x height x width[ x channels]) whose channels are
-    averaged first."""
-    if pictures.ndim == 4:
-        pictures = pictures.mean(axis=3)
-    return area_means(pictures, grid)
 
 
 def pixel_blocks(frame_shape: tuple[int, ...], grid: tuple[int, int]) -> np.ndarray:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections import deque
 
+import cv2
 import numpy as np
 
-from .background import MIN_SAMPLES, NOISE_FLOOR, grey_block_means, robust_statistics
+from .background import MIN_SAMPLES, NOISE_FLOOR, robust_statistics
 
 # The spread of a block's log change is at least this: a change twice the block's usual is
 # never more than two sigmas of evidence. A gust through a tree, rare but recurring, doubles
@@ -41,27 +42,25 @@ class MotionEvidence:
         self.refresh = max(1, int(refresh))
         self.changes_ = deque(maxlen=max(MIN_SAMPLES, int(history)))
         self.previous_: np.ndarray | None = None
-        self.previous_tag_ = None            # which block's row ``previous_`` is, if known
         self._stats: tuple[np.ndarray, np.ndarray] | None = None
         self._since_refresh = 0
         self._scored: tuple[np.ndarray, np.ndarray | None] | None = None  # (x, its change)
 
-    def _log_change(self, x: np.ndarray, ahead=None) -> np.ndarray | None:
+    def _log_change(self, x: np.ndarray) -> np.ndarray | None:
         if self.previous_ is None:
             return None
-        if ahead is not None and ahead[0].follows(self.previous_tag_, ahead[1]):
-            means = ahead[0].changes(self.frame_shape, self.grid)[ahead[1]]
-        else:
-            difference = x.reshape(self.frame_shape) - self.previous_
-            means = grey_block_means((difference * difference)[None], self.grid)[0]
+        difference = x.reshape(self.frame_shape) - self.previous_
+        squared = difference * difference
+        if squared.ndim == 3:
+            squared = squared.mean(axis=2)
+        means = cv2.resize(squared, self.grid, interpolation=cv2.INTER_AREA).ravel()
         # Below the model's noise floor a change is sensor noise, however still the block.
         return 0.5 * np.log(np.maximum(means, NOISE_FLOOR ** 2))
 
-    def score_one(self, x: np.ndarray, ahead=None) -> np.ndarray | None:
+    def score_one(self, x: np.ndarray) -> np.ndarray | None:
         """Block z-scores of the change from the last picture learned (None before
-        ``MIN_SAMPLES`` changes have been learned). ``ahead``: ``x``'s block and row there
-        (``detectors.ahead``), whose changes are worked out together."""
-        change = self._log_change(x, ahead)
+        ``MIN_SAMPLES`` changes have been learned)."""
+        change = self._log_change(x)
         self._scored = (x, change)          # learn_one of the same frame needs it again
         if change is None or len(self.changes_) < MIN_SAMPLES:
             return None
@@ -71,11 +70,10 @@ class MotionEvidence:
         z = (change - median) / spread
         return z - _median(z)
 
-    def learn_one(self, x: np.ndarray, ahead=None) -> None:
+    def learn_one(self, x: np.ndarray) -> None:
         """Record ``x``'s change from the picture before it; ``x`` is the next one's before."""
         scored, self._scored = self._scored, None
-        change = scored[1] if scored is not None and scored[0] is x \
-            else self._log_change(x, ahead)
+        change = scored[1] if scored is not None and scored[0] is x else self._log_change(x)
         if change is not None:
             self.changes_.append(change)
             self._since_refresh += 1
@@ -87,18 +85,16 @@ class MotionEvidence:
             self.previous_ = picture.astype(np.float32, copy=True)
         else:                                # no new array a frame
             np.copyto(self.previous_, picture)
-        self.previous_tag_ = None if ahead is None else ahead[0].tag(ahead[1])
 
-    def score_and_learn(self, x: np.ndarray, ahead=None) -> np.ndarray | None:
+    def score_and_learn(self, x: np.ndarray) -> np.ndarray | None:
         """``score_one`` then ``learn_one`` of ``x``: the detector's step, every picture."""
-        z = self.score_one(x, ahead)
-        self.learn_one(x, ahead)
+        z = self.score_one(x)
+        self.learn_one(x)
         return z
 
     def forget_picture(self) -> None:
         """No picture came (a blank or corrupt frame): the next one has nothing to move from."""
         self.previous_ = None
-        self.previous_tag_ = None
         self._scored = None
 
 

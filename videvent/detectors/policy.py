@@ -44,7 +44,7 @@ import cv2
 import numpy as np
 
 from ..status import FROZEN
-from .background import MIN_SAMPLES, NOISE_FLOOR, grey_block_means, neighbour_max
+from .background import MIN_SAMPLES, NOISE_FLOOR, neighbour_max
 from .base import FrameScore
 
 # A block is unchanging while its root-mean-square change from its reference picture stays
@@ -109,16 +109,6 @@ class LearningSchedule:
             self.learned_ += 1
             return True
         return False
-
-    def frames_until_learned(self, count: int) -> int:
-        """Frames with a picture until ``count`` more have been learned (the last counted)."""
-        elapsed, learned, frames = self.elapsed_, self.learned_, 0
-        while learned < self.learned_ + count:
-            elapsed += 1
-            frames += 1
-            if learned < self._target(elapsed):
-                learned += 1
-        return frames
 
     def restart(self, learned: int) -> None:
         """The model was rebuilt from ``learned`` frames, warmed up: go on as if they had
@@ -202,10 +192,6 @@ class StaticRegions:
         self.gradual_ = np.zeros(n_blocks, bool)
         self.following_ = np.zeros(n_blocks, bool)       # absorbed by following it
         self.usual_for_ = np.zeros(n_blocks, int)
-        # Which block's rows the last frame seen and the reference picture are, if known
-        # (``detectors.ahead``): what a block worked out of the two may be used for them.
-        self.last_tag_ = None
-        self.reference_tag_ = None
         self.settled_after = max(1, int(settled_after))
         self.follow_gradual = bool(follow_gradual)
 
@@ -221,29 +207,15 @@ class StaticRegions:
         self.usual_for_[:] = 0
 
     def update(self, x: np.ndarray, z: np.ndarray, residual_image: np.ndarray,
-               score_image, previous: np.ndarray | None = None,
-               ahead=None) -> tuple[np.ndarray, np.ndarray]:
+               score_image, previous: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``score_image(residual_image) -> block z-scores`` scores the patched residual;
-        ``previous``: the frame before (None: not known); ``ahead``: ``x``'s block and row
-        there (``detectors.ahead``), whose changes from the row before are worked out
-        together."""
+        ``previous``: the frame before (None: not known)."""
         picture = x.reshape(self.frame_shape)
-        block, row = (None, 0) if ahead is None else ahead
-        if block is not None and block.follows(self.reference_tag_, row):
-            squares = block.squares(self.frame_shape, self.grid)
-            change = change_beyond_gain(squares[row], block.products(self.frame_shape,
-                                                                     self.grid)[row],
-                                        squares[row - 1])
-        else:
-            change = block_change_up_to_gain(picture, self.reference_, self.grid)
+        change = block_change_up_to_gain(picture, self.reference_, self.grid)
         # The model explains an absorbed block again (the object left, or the window learned
         # it): the block goes back to the model.
         self.absorbed_ &= z >= self.hot
-        after_last = block is not None and block.follows(self.last_tag_, row)
-        self.last_tag_ = None if block is None else block.tag(row)
-        drifting = self._follow_gradual(picture, z, previous,
-                                        block.changes(self.frame_shape, self.grid)[row]
-                                        if after_last and previous is not None else None)
+        drifting = self._follow_gradual(picture, z, previous)
         unusual = (z >= self.hot) & ~self.absorbed_ & ~drifting
         # A usual block's reference is the frame before (renewed below): its change is noise.
         usual = ~unusual & ~self.absorbed_
@@ -267,10 +239,8 @@ class StaticRegions:
         # in the usual case, where every block is renewed.
         if renew.all():
             np.copyto(self.reference_, picture)
-            self.reference_tag_ = self.last_tag_
         elif renew.any():
             np.copyto(self.reference_, picture, where=self._pixels(renew))
-            self.reference_tag_ = None
         if newly.any():
             np.copyto(self.offset_, residual, where=self._pixels(newly))
         if self.absorbed_.any():
@@ -288,8 +258,7 @@ class StaticRegions:
         return z, residual.ravel()
 
     def _follow_gradual(self, picture: np.ndarray, z: np.ndarray,
-                        previous: np.ndarray | None,
-                        change: np.ndarray | None = None) -> np.ndarray:
+                        previous: np.ndarray | None) -> np.ndarray:
         """The unusual blocks that got so gradually, which follow their picture now.
 
         Gradually: since the last frame in which nothing was unusual, no frame changed the
@@ -300,10 +269,7 @@ class StaticRegions:
         moves in it; then it goes back to the model, as if it had never followed.
         """
         if self.follow_gradual and previous is not None:
-            # ``change``: the mean square of the difference from ``previous`` in each block,
-            # when its block worked it out.
-            step = (self._block_rms(picture - previous.reshape(self.frame_shape))
-                    if change is None else np.sqrt(change))
+            step = self._block_rms(picture - previous.reshape(self.frame_shape))
             self.gradual_ &= step < STILL_MULTIPLE * np.exp(self.log_noise_)
         else:
             self.gradual_[:] = False
@@ -330,14 +296,12 @@ def block_change_up_to_gain(picture: np.ndarray, reference: np.ndarray,
     multiple of ``reference`` (least squares): what changed beyond the light's gain, so a block
     that only got brighter or darker with the light or the exposure is unchanged."""
     def block_mean(values):
-        return grey_block_means(values[None], grid)[0]
-    return change_beyond_gain(block_mean(picture * picture), block_mean(picture * reference),
-                              block_mean(reference * reference))
-
-
-def change_beyond_gain(pp: np.ndarray, pr: np.ndarray, rr: np.ndarray) -> np.ndarray:
-    """``block_change_up_to_gain`` from the block means of picture x picture (``pp``), picture
-    x reference (``pr``) and reference x reference (``rr``)."""
+        if values.ndim == 3:
+            values = values.mean(axis=2)
+        return cv2.resize(values, grid, interpolation=cv2.INTER_AREA).ravel()
+    pp = block_mean(picture * picture)
+    pr = block_mean(picture * reference)
+    rr = block_mean(reference * reference)
     # A black reference explains nothing: the whole picture is the change.
     explained = np.where(rr > 0, pr * pr / np.maximum(rr, np.finfo(np.float32).tiny), 0)
     return np.sqrt(np.maximum(pp - explained, 0))
@@ -411,7 +375,10 @@ def _gradient_energy(picture: np.ndarray) -> np.ndarray:
 
 def block_rms(difference: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     """Root-mean-square of a difference picture over each block of a (columns, rows) grid."""
-    return np.sqrt(grey_block_means((difference * difference)[None], grid)[0])
+    squared = difference * difference
+    if squared.ndim == 3:
+        squared = squared.mean(axis=2)
+    return np.sqrt(cv2.resize(squared, grid, interpolation=cv2.INTER_AREA).ravel())
 
 
 class DarkScene:

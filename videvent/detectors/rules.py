@@ -40,7 +40,6 @@ class Frame:
     time_s: float
     x: np.ndarray
     explain: bool | float                  # as ``SubspaceWindowDetector.process_frame``'s
-    ahead: tuple | None = None             # (its ``FrameBlock``, its row): scored with others
     motion_z: np.ndarray | None = None     # the motion evidence's block z-scores
     look: Look | None = None               # None: darkness judged the frame
     warming_up: bool = False
@@ -166,7 +165,7 @@ class LastingChanges:
             x, look.z, look.residual_image,
             lambda image: judge.block_z(judge.model.less_noise(
                 judge.model.block_energies(image, norm, x), look.assessment.noise)),
-            previous=recent[-1] if recent else None, ahead=frame.ahead)
+            previous=recent[-1] if recent else None)
         # Blocks that follow a gradual change are light to the events, but still unusual to
         # the model: what it learns there while they follow (a person whose arrival moved the
         # exposure) must count against the presence share, not as background.

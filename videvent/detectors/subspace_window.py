@@ -34,7 +34,6 @@ import numpy as np
 
 from ..preprocess import frame_health
 from ..status import BLANK, CORRUPT, OK, WARMUP
-from .ahead import FrameBlock
 from .background import METHODS, SubspaceBackground, UPPER_QUANTILE, brightness_of, neighbour_max
 from .base import FrameScore
 from .motion import MotionEvidence
@@ -145,45 +144,15 @@ class SceneJudge:
 
     def view(self, x: np.ndarray, norm: float | None = None) -> Look:
         """The model's view of the frame vector ``x``: its assessment and block z-scores."""
-        return self.views(x[None], None if norm is None else [norm])[0]
-
-    def views(self, frames: np.ndarray, norms=None) -> list[Look]:
-        """``view`` of every row of ``frames`` (``norms``: their lengths, if known)."""
-        assessments = self.model.score_many(frames, norms)
-        z = self.block_z(np.array([assessment.block_energies for assessment in assessments]))
-        return [Look(assessment, row, assessment.residual_image)
-                for assessment, row in zip(assessments, z)]
+        assessment = self.model.score_one(x, norm=norm)
+        return Look(assessment, self.block_z(assessment.block_energies),
+                    assessment.residual_image)
 
     def look(self, frame: Frame, norm: float | None = None) -> None:
         """The model's view of ``frame`` (``Frame.look``), whose z-scores are also those that
         say whether the model finds it unusual, so far."""
-        frame.look = (self.view(frame.x, norm) if frame.ahead is None or norm is not None
-                      else self._look_ahead(*frame.ahead))
+        frame.look = self.view(frame.x, norm)
         frame.unusual_z = frame.look.z
-
-    def _look_ahead(self, block: FrameBlock, row: int) -> Look:
-        """The view of ``block``'s ``row``, worked out with those of the rows after it that
-        come before the model's next refit (the same numbers, in fewer calls)."""
-        model = self.model
-        known = block.looks.get(self)
-        if known is not None:
-            scored_by, version, first, looks = known
-            if scored_by is model and version == model.version_ \
-                    and first <= row < first + len(looks):
-                return looks[row - first]
-        count = min(len(block) - row, self._frames_before_refit())
-        looks = self.views(block.rows[row:row + count])
-        block.looks[self] = (model, model.version_, row, looks)
-        return looks[0]
-
-    def _frames_before_refit(self) -> int:
-        """Frames with a picture until the one after which the model refits (that one
-        counted): the most a look ahead can score against the model as it is."""
-        model = self.model
-        if model.basis_.shape[1] == 0:
-            return 1
-        return self.schedule.frames_until_learned(max(1, model.refit_every
-                                                      - model.added_since_refit_))
 
     def relook(self, frame: Frame, frames: list[np.ndarray]) -> None:
         """Rebuild the model from ``frames`` at ``frame`` and look at it again, with the first
@@ -483,24 +452,20 @@ class SubspaceWindowDetector:
         return used
 
     def process_frame(self, index: int, time_s: float, x: np.ndarray | None,
-                      health: str = OK, *, explain: bool | float = False,
-                      ahead: tuple[FrameBlock, int] | None = None) -> FrameScore:
+                      health: str = OK, *, explain: bool | float = False) -> FrameScore:
         """Score one frame, then let the policy decide whether the model learns it.
 
         ``explain``: True, or a score above which to do it, adds the residual image and the
         block z-scores to the verdict (for heat maps and boxes; no extra model is involved).
-        ``ahead``: the ``FrameBlock`` of frames that holds ``x``, and its row there: the
-        frames of a block are scored in order, each given so, and their numbers are worked out
-        together (the same verdicts, faster).
         """
         if health in (BLANK, CORRUPT):
             return self._no_picture(index, time_s, x, health)
         held = self.frozen.verdict(health, index, time_s)
         if held is not None:
             return held
-        frame = Frame(index, time_s, x, explain, ahead)
+        frame = Frame(index, time_s, x, explain)
         if self.motion is not None:
-            frame.motion_z = self.judge.only_watched(self.motion.score_and_learn(x, ahead))
+            frame.motion_z = self.judge.only_watched(self.motion.score_and_learn(x))
         verdict = self.judge.judge(frame)
         if self.judge.reference is not None and frame.look is not None:
             verdict = self._with_start_reference(verdict, frame)
@@ -523,8 +488,7 @@ class SubspaceWindowDetector:
         which the file's look says nothing: the twin goes (``SceneJudge.rebuild``), before it
         would judge the frame."""
         reference = self.judge.reference
-        judged = reference.twin.judge(Frame(frame.index, frame.time_s, frame.x, frame.explain,
-                                            frame.ahead))
+        judged = reference.twin.judge(Frame(frame.index, frame.time_s, frame.x, frame.explain))
         reference.saw_learned(verdict.admitted, self.model.n_learned_ - 1, judged.score)
         verdict = reference.larger(verdict, judged)
         if verdict.status == WARMUP:
