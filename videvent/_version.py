@@ -1,3 +1,3 @@
 """The version of videvent, in one place (read by pyproject.toml and the package)."""
 
-__version__ = "0.3.0"
+__version__ = "0.3.1"

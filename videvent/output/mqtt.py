@@ -338,7 +338,7 @@ class MqttPublisher:
 
     def _room(self) -> bool:
         """Whether another message may be handed to paho (called holding ``_wake``)."""
-        for mid in [mid for mid, (info, _, _) in self._in_flight.items() if info.is_published()]:
+        for mid in [mid for mid, (info, _, _) in self._in_flight.items() if _acknowledged(info)]:
             del self._in_flight[mid]
         return len(self._in_flight) < IN_FLIGHT
 
@@ -502,6 +502,15 @@ class MqttPublisher:
                         self._acknowledged_early.discard(info.mid)
                     else:
                         self._in_flight[info.mid] = (info, message, is_event)
+
+
+def _acknowledged(info) -> bool:
+    """Whether the broker acknowledged a message handed to paho. Never one paho could not send
+    because the connection dropped as it was handed over (paho keeps it and says "not
+    connected", where ``is_published`` raises): it waits, as one sent and unanswered does, to
+    be taken back and sent again first on the next connection (``_on_connect``). Raising there
+    ended paho's thread, and with it every later connection."""
+    return info.rc in (paho.MQTT_ERR_SUCCESS, paho.MQTT_ERR_AGAIN) and info.is_published()
 
 
 class MqttSink(Sink):
