@@ -121,8 +121,9 @@ def main() -> None:
     print(" | ".join(["clip", "frames", "ms a frame"] + list(PARTS)))
     results = {}
     for clip in clips:
-        result = results[clip.stem] = measure(clip, args.rounds)
-        print(" | ".join([clip.stem, str(result["frames"]), f"{result['ms_a_frame']:.3f}"]
+        name = clip.parent.name if clip.resolve().parent.parent == DEVSET.resolve() else clip.stem
+        result = results[name] = measure(clip, args.rounds)
+        print(" | ".join([name, str(result["frames"]), f"{result['ms_a_frame']:.3f}"]
                          + [f"{share:.0%}" for share in result["shares"].values()]),
               flush=True)
     if args.json:
