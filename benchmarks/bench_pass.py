@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_run import Discard, loop_clip, make_clip  # noqa: E402
+from bench_run import Discard, decoded_beforehand, loop_clip, make_clip  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
 from videvent.detectors.background import SubspaceBackground  # noqa: E402
 from videvent.detectors.motion import MotionEvidence  # noqa: E402
@@ -36,7 +36,7 @@ from videvent.engine import Engine, seed_detector, seed_sample, seeds  # noqa: E
 from videvent.preprocess import HealthCheck  # noqa: E402
 from videvent.passes import prepare  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
-from videvent.sources import Frame, open_source  # noqa: E402
+from videvent.sources import open_source  # noqa: E402
 
 DEVSET = ROOT.parent / "shared" / "datasets" / "devset"
 
@@ -56,11 +56,8 @@ def decoded_pass(clip: Path):
     """A fresh pass over ``clip`` and its frames' working vectors, decoded beforehand."""
     source = open_source(clip)
     run, _ = prepare(source, Settings())
-    frames = [(Frame(frame.index, frame.time_s, None),
-               None if frame.image is None else run.preprocess(frame.image))
-              for frame in source.frames(run.start, run.end, size=run.decode_size)]
     sample = seed_sample(run) if seeds(run) else None
-    return source, frames, sample
+    return source, decoded_beforehand(run), sample
 
 
 def timed(source, frames, sample, profile=None) -> float:

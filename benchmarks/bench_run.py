@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from videvent import synthetic  # noqa: E402
 from videvent.detectors import SubspaceWindowDetector  # noqa: E402
-from videvent.engine import Engine  # noqa: E402
+from videvent.engine import Engine, working_frames  # noqa: E402
 from videvent.passes import detector_parameters, prepare  # noqa: E402
 from videvent.preprocess import Preprocessor, working_size  # noqa: E402
 from videvent.settings import Settings  # noqa: E402
@@ -187,14 +187,22 @@ def speed(clip: Path, frames: int, dvr_scan: str | None) -> dict[str, tuple[floa
 
 def scoring_alone(clip: Path) -> float:
     """Frames per second of the detector's pass (``Engine.run``, seeding included) over the
-    clip's working vectors, decoded and preprocessed beforehand (pictures dropped: memory)."""
+    clip's working vectors, decoded and preprocessed beforehand."""
     with open_source(clip) as source:
         run, _ = prepare(source, Settings())
-        decoded = [(Frame(frame.index, frame.time_s, None), run.preprocess(frame.image))
-                   for frame in source.frames()]
+        decoded = decoded_beforehand(run)
         start = time.perf_counter()
         Engine(run).run(Discard(), decoded=decoded)
         return len(decoded) / (time.perf_counter() - start)
+
+
+def decoded_beforehand(run) -> list[tuple[Frame, np.ndarray | None]]:
+    """The pass's frames and working vectors, made as its reader makes them
+    (``engine.working_frames``), for ``Engine.run(decoded=...)``; pictures dropped (memory:
+    a frame holds the decoder's picture to show)."""
+    frames = run.source.frames(run.start, run.end, size=run.decode_size)
+    return [(Frame(item.frame.index, item.frame.time_s, None), item.vector)
+            for item in working_frames(run, frames)]
 
 
 class Discard:
